@@ -1,0 +1,434 @@
+//! Linux counters from `/proc`.
+//!
+//! Every reader takes its root (`/proc` by default) so tests run on fixture trees. Files are
+//! read into one reused buffer and parsed by hand: `/proc/PID/status` alone gives name, parent,
+//! uid and memory, so an all-process footprint scan opens one file per process. (The `procfs`
+//! crate parses every field into a map; `docs/benchmarks.md` has the comparison.)
+//!
+//! Sources: `meminfo` (MemTotal, MemAvailable, SwapTotal/SwapFree, Zswap, Unevictable,
+//! AnonPages), `pressure/memory` (PSI, optional), `vmstat` (pswpin/pswpout pages,
+//! pgpgin/pgpgout KiB), `PID/status` (RssAnon + RssShmem = footprint, VmRSS, VmSwap),
+//! `PID/stat` (ppid, pgrp, start time), `PID/cmdline`, `PID/task/TID/children`.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{
+    parse_kv_u64, FootprintRow, PressureLevel, ProcessInfo, ProcessMemory, Result, SystemCounters,
+};
+use crate::error::CounterError;
+
+const KIB: u64 = 1024;
+
+/// The Linux counter reader, rooted at a `/proc` directory.
+#[derive(Debug, Clone)]
+pub struct Counters {
+    proc_root: PathBuf,
+    page_size_bytes: u64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+thread_local! {
+    /// One read buffer per thread, reused by every file read.
+    static BUF: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(16 * 1024));
+}
+
+/// Reads `path` whole into the thread's buffer and runs `f` on its bytes.
+fn with_file<T>(path: &Path, pid: Option<u32>, f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        buf.clear();
+        File::open(path)
+            .and_then(|mut file| file.read_to_end(&mut buf))
+            .map_err(|e| CounterError::from_io(e, path.display().to_string(), pid))?;
+        f(&buf)
+    })
+}
+
+fn system_page_size_bytes() -> u64 {
+    // SAFETY: sysconf has no preconditions; it returns -1 on error, handled below.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
+}
+
+impl Counters {
+    /// A reader of the real `/proc`.
+    pub fn new() -> Self {
+        Self::with_proc_root("/proc")
+    }
+
+    /// A reader of a `/proc`-like tree at `root` (fixtures in tests).
+    pub fn with_proc_root(root: impl Into<PathBuf>) -> Self {
+        Counters {
+            proc_root: root.into(),
+            page_size_bytes: system_page_size_bytes(),
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.proc_root.join(rel)
+    }
+
+    fn pid_path(&self, pid: u32, file: &str) -> PathBuf {
+        let mut p = self.proc_root.join(pid.to_string());
+        p.push(file);
+        p
+    }
+
+    /// System-wide counters: `meminfo`, `vmstat`, and PSI where the kernel has it.
+    pub fn read_system(&self) -> Result<SystemCounters> {
+        let meminfo_path = self.path("meminfo");
+        let mem = with_file(&meminfo_path, None, |b| Ok(parse_meminfo(b)))?;
+        let total_bytes = mem.total_kib.ok_or_else(|| CounterError::Parse {
+            what: meminfo_path.display().to_string(),
+            detail: "no MemTotal line".into(),
+        })? * KIB;
+        // Kernels before 3.14 have no MemAvailable: estimate it as free + page cache.
+        let available_kib = mem.available_kib.unwrap_or(mem.free_kib + mem.cached_kib);
+        let free_percent = if total_bytes == 0 {
+            0.0
+        } else {
+            (available_kib * KIB) as f64 * 100.0 / total_bytes as f64
+        };
+        let pressure = match with_file(&self.path("pressure/memory"), None, |b| Ok(parse_psi(b))) {
+            Ok(levels) => levels,
+            // No PSI (kernel < 4.20, CONFIG_PSI off, psi=0): pressure is unknown, not an error.
+            Err(CounterError::Unsupported { .. }) => None,
+            Err(CounterError::Io { source, .. })
+                if source.raw_os_error() == Some(libc::EOPNOTSUPP) =>
+            {
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        let vm = with_file(&self.path("vmstat"), None, |b| Ok(parse_vmstat(b)))?;
+        Ok(SystemCounters {
+            total_bytes,
+            free_percent,
+            pressure,
+            swap_used_bytes: mem.swap_total_kib.saturating_sub(mem.swap_free_kib) * KIB,
+            swap_total_bytes: mem.swap_total_kib * KIB,
+            compressed_bytes: mem.zswap_kib.map(|k| k * KIB),
+            wired_bytes: mem.unevictable_kib.map(|k| k * KIB),
+            app_bytes: mem.anon_kib.map(|k| k * KIB),
+            swapped_in_bytes: vm.pswpin_pages * self.page_size_bytes,
+            swapped_out_bytes: vm.pswpout_pages * self.page_size_bytes,
+            paged_in_bytes: vm.pgpgin_kib * KIB,
+            paged_out_bytes: vm.pgpgout_kib * KIB,
+        })
+    }
+
+    /// Pids of every process under the root, in directory order.
+    fn pids(&self) -> Result<Vec<u32>> {
+        let dir = std::fs::read_dir(&self.proc_root)
+            .map_err(|e| CounterError::from_io(e, self.proc_root.display().to_string(), None))?;
+        Ok(dir
+            .filter_map(|entry| entry.ok())
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .collect())
+    }
+
+    /// Every process with identity and command line; processes that vanish or refuse access
+    /// mid-scan are skipped.
+    pub fn list_processes(&self) -> Result<Vec<ProcessInfo>> {
+        let pids = self.pids()?;
+        Ok(pids
+            .into_iter()
+            .filter_map(|pid| match self.process_info(pid) {
+                Ok(info) => Some(info),
+                Err(e) => {
+                    tracing::trace!(pid, error = %e, "skipped process");
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// One process's identity (`stat`, `status`) and command line (`cmdline`).
+    pub fn process_info(&self, pid: u32) -> Result<ProcessInfo> {
+        let stat_path = self.pid_path(pid, "stat");
+        let stat = with_file(&stat_path, Some(pid), |b| {
+            parse_stat(b).ok_or_else(|| CounterError::Parse {
+                what: stat_path.display().to_string(),
+                detail: "unexpected format".into(),
+            })
+        })?;
+        if is_dead(stat.state) {
+            return Err(CounterError::Gone { pid });
+        }
+        let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
+            Ok(parse_status(b))
+        })?;
+        let command = with_file(&self.pid_path(pid, "cmdline"), Some(pid), |b| {
+            Ok(parse_cmdline(b))
+        })
+        .unwrap_or_default();
+        Ok(ProcessInfo {
+            pid,
+            ppid: stat.ppid,
+            pgid: stat.pgrp,
+            uid: status.uid.unwrap_or(u32::MAX),
+            start_time: stat.start_ticks,
+            name: stat.comm,
+            command,
+        })
+    }
+
+    /// One process's memory from `/proc/PID/status`. A zombie (exited, not yet reaped) is
+    /// `Gone`: it holds no memory and can no longer be stopped.
+    pub fn process_memory(&self, pid: u32) -> Result<ProcessMemory> {
+        let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
+            Ok(parse_status(b))
+        })?;
+        if is_dead(status.state) {
+            return Err(CounterError::Gone { pid });
+        }
+        Ok(status.memory(pid))
+    }
+
+    /// Footprint of every process, one `status` read each; vanished processes are skipped.
+    pub fn scan_footprints(&self) -> Result<Vec<FootprintRow>> {
+        let pids = self.pids()?;
+        let mut rows = Vec::with_capacity(pids.len());
+        let mut path = self.proc_root.clone();
+        for pid in pids {
+            path.push(pid.to_string());
+            path.push("status");
+            match with_file(&path, Some(pid), |b| Ok(parse_status(b))) {
+                Ok(status) if is_dead(status.state) => {}
+                Ok(status) => rows.push(FootprintRow {
+                    pid,
+                    ppid: status.ppid,
+                    uid: status.uid.unwrap_or(u32::MAX),
+                    memory: status.memory(pid),
+                    name: status.name,
+                }),
+                Err(e) => tracing::trace!(pid, error = %e, "skipped process"),
+            }
+            path.pop();
+            path.pop();
+        }
+        Ok(rows)
+    }
+
+    /// Direct children of `pid`, from `/proc/PID/task/*/children` (every thread's children).
+    pub fn child_pids(&self, pid: u32) -> Result<Vec<u32>> {
+        let task_dir = self.pid_path(pid, "task");
+        let tasks = std::fs::read_dir(&task_dir)
+            .map_err(|e| CounterError::from_io(e, task_dir.display().to_string(), Some(pid)))?;
+        let mut children = Vec::new();
+        for task in tasks.filter_map(|t| t.ok()) {
+            let path = task.path().join("children");
+            match with_file(&path, Some(pid), |b| Ok(parse_pid_list(b))) {
+                Ok(mut list) => children.append(&mut list),
+                Err(CounterError::Gone { .. }) => {
+                    // Either the thread ended, or the kernel lacks CONFIG_PROC_CHILDREN.
+                    if !path.parent().is_some_and(Path::exists) {
+                        continue;
+                    }
+                    return self.child_pids_by_scan(pid);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        children.sort_unstable();
+        children.dedup();
+        Ok(children)
+    }
+
+    /// Fallback for kernels without `children` files: every process whose parent is `pid`.
+    fn child_pids_by_scan(&self, pid: u32) -> Result<Vec<u32>> {
+        Ok(self
+            .scan_footprints()?
+            .into_iter()
+            .filter(|row| row.ppid == pid)
+            .map(|row| row.pid)
+            .collect())
+    }
+}
+
+/// Fields of `/proc/meminfo` that Headroom uses, in KiB.
+#[derive(Debug, Default, PartialEq)]
+struct Meminfo {
+    total_kib: Option<u64>,
+    free_kib: u64,
+    cached_kib: u64,
+    available_kib: Option<u64>,
+    swap_total_kib: u64,
+    swap_free_kib: u64,
+    zswap_kib: Option<u64>,
+    unevictable_kib: Option<u64>,
+    anon_kib: Option<u64>,
+}
+
+fn parse_meminfo(bytes: &[u8]) -> Meminfo {
+    let mut m = Meminfo::default();
+    for line in bytes.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let value = parse_kv_u64(&line[colon..]);
+        match &line[..colon] {
+            b"MemTotal" => m.total_kib = value,
+            b"MemFree" => m.free_kib = value.unwrap_or(0),
+            b"Cached" => m.cached_kib = value.unwrap_or(0),
+            b"MemAvailable" => m.available_kib = value,
+            b"SwapTotal" => m.swap_total_kib = value.unwrap_or(0),
+            b"SwapFree" => m.swap_free_kib = value.unwrap_or(0),
+            b"Zswap" => m.zswap_kib = value,
+            b"Unevictable" => m.unevictable_kib = value,
+            b"AnonPages" => m.anon_kib = value,
+            _ => {}
+        }
+    }
+    m
+}
+
+/// PSI `some`/`full` `avg10` → level; `None` if the file has no `some` line.
+fn parse_psi(bytes: &[u8]) -> Option<PressureLevel> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let avg10 = |kind: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.starts_with(kind))?;
+        let field = line
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("avg10="))?;
+        field.parse().ok()
+    };
+    let some = avg10("some")?;
+    Some(PressureLevel::from_psi(some, avg10("full").unwrap_or(0.0)))
+}
+
+#[derive(Debug, Default, PartialEq)]
+struct Vmstat {
+    pswpin_pages: u64,
+    pswpout_pages: u64,
+    pgpgin_kib: u64,
+    pgpgout_kib: u64,
+}
+
+fn parse_vmstat(bytes: &[u8]) -> Vmstat {
+    let mut v = Vmstat::default();
+    for line in bytes.split(|&b| b == b'\n') {
+        let Some(space) = line.iter().position(|&b| b == b' ') else {
+            continue;
+        };
+        let value = parse_kv_u64(&line[space..]).unwrap_or(0);
+        match &line[..space] {
+            b"pswpin" => v.pswpin_pages = value,
+            b"pswpout" => v.pswpout_pages = value,
+            b"pgpgin" => v.pgpgin_kib = value,
+            b"pgpgout" => v.pgpgout_kib = value,
+            _ => {}
+        }
+    }
+    v
+}
+
+/// Fields of `/proc/PID/status`. Kernel threads have no `Vm*`/`Rss*` lines: zeros.
+#[derive(Debug, Default, PartialEq)]
+struct Status {
+    name: String,
+    state: u8,
+    ppid: u32,
+    uid: Option<u32>,
+    rss_kib: u64,
+    anon_kib: u64,
+    shmem_kib: u64,
+    swap_kib: Option<u64>,
+}
+
+impl Status {
+    fn memory(&self, pid: u32) -> ProcessMemory {
+        ProcessMemory {
+            pid,
+            footprint_bytes: (self.anon_kib + self.shmem_kib) * KIB,
+            resident_bytes: self.rss_kib * KIB,
+            swap_bytes: self.swap_kib.map(|k| k * KIB),
+            peak_footprint_bytes: None,
+        }
+    }
+}
+
+fn parse_status(bytes: &[u8]) -> Status {
+    let mut s = Status::default();
+    for line in bytes.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let rest = &line[colon + 1..];
+        match &line[..colon] {
+            b"Name" => s.name = String::from_utf8_lossy(rest.trim_ascii()).into_owned(),
+            b"State" => s.state = rest.trim_ascii().first().copied().unwrap_or(0),
+            b"PPid" => {
+                s.ppid = parse_kv_u64(rest)
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(0)
+            }
+            b"Uid" => s.uid = parse_kv_u64(rest).and_then(|v| u32::try_from(v).ok()),
+            b"VmRSS" => s.rss_kib = parse_kv_u64(rest).unwrap_or(0),
+            b"RssAnon" => s.anon_kib = parse_kv_u64(rest).unwrap_or(0),
+            b"RssShmem" => s.shmem_kib = parse_kv_u64(rest).unwrap_or(0),
+            b"VmSwap" => s.swap_kib = parse_kv_u64(rest),
+            _ => {}
+        }
+    }
+    s
+}
+
+#[derive(Debug, PartialEq)]
+struct Stat {
+    comm: String,
+    state: u8,
+    ppid: u32,
+    pgrp: u32,
+    start_ticks: u64,
+}
+
+/// `/proc/PID/stat`: `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt
+/// cmajflt utime stime cutime cstime priority nice threads itrealvalue starttime …`. The comm
+/// may hold spaces and parentheses, so fields are counted from the last `)`.
+fn parse_stat(bytes: &[u8]) -> Option<Stat> {
+    let open = bytes.iter().position(|&b| b == b'(')?;
+    let close = bytes.iter().rposition(|&b| b == b')')?;
+    let comm = String::from_utf8_lossy(bytes.get(open + 1..close)?).into_owned();
+    let rest = std::str::from_utf8(bytes.get(close + 1..)?).ok()?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // fields[0] is the state (field 3); starttime is field 22 → index 19.
+    Some(Stat {
+        comm,
+        state: fields.first()?.bytes().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        start_ticks: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// `Z` (zombie) and `X` (dead): the process has exited.
+fn is_dead(state: u8) -> bool {
+    matches!(state, b'Z' | b'X')
+}
+
+fn parse_cmdline(bytes: &[u8]) -> String {
+    let trimmed = bytes.strip_suffix(b"\0").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(trimmed);
+    text.replace('\0', " ")
+}
+
+fn parse_pid_list(bytes: &[u8]) -> Vec<u32> {
+    std::str::from_utf8(bytes)
+        .unwrap_or("")
+        .split_ascii_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "linux_tests.rs"]
+mod tests;

@@ -1,0 +1,195 @@
+//! Tests of the Linux readers on fixture `/proc` trees (`core/tests/fixtures/proc-*`) and on
+//! the real `/proc` of the machine running them.
+
+use super::*;
+
+fn fixture(name: &str) -> Counters {
+    Counters::with_proc_root(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name),
+    )
+}
+
+#[test]
+fn system_counters_from_modern_fixture() {
+    let c = fixture("proc-modern");
+    let s = c.read_system().unwrap();
+    assert_eq!(s.total_bytes, 24_683_656 * 1024);
+    let expected = 12_341_828.0 * 100.0 / 24_683_656.0;
+    assert!(
+        (s.free_percent - expected).abs() < 1e-9,
+        "{}",
+        s.free_percent
+    );
+    assert_eq!(s.swap_total_bytes, 4_194_300 * 1024);
+    assert_eq!(s.swap_used_bytes, (4_194_300 - 3_145_724) * 1024);
+    assert_eq!(s.compressed_bytes, Some(20_480 * 1024));
+    assert_eq!(s.wired_bytes, Some(10_516 * 1024));
+    assert_eq!(s.app_bytes, Some(9_006_348 * 1024));
+    // some avg10 12.5 ≥ 10 → warn; full avg10 2.0 < 10.
+    assert_eq!(s.pressure, Some(PressureLevel::Warn));
+    assert_eq!(s.swapped_in_bytes, 1000 * c.page_size_bytes);
+    assert_eq!(s.swapped_out_bytes, 262_144 * c.page_size_bytes);
+    assert_eq!(s.paged_in_bytes, 1_265_853 * 1024);
+    assert_eq!(s.paged_out_bytes, 2_083_424 * 1024);
+}
+
+#[test]
+fn old_kernel_without_memavailable_psi_or_zswap() {
+    let s = fixture("proc-old").read_system().unwrap();
+    assert_eq!(s.total_bytes, 8_000_000 * 1024);
+    // MemFree + Cached = 4,000,000 of 8,000,000 kB.
+    assert!((s.free_percent - 50.0).abs() < 1e-9);
+    assert_eq!(s.pressure, None);
+    assert_eq!(s.compressed_bytes, None);
+    assert_eq!(s.wired_bytes, None);
+    assert_eq!(s.swap_used_bytes, 0);
+    assert_eq!(s.swapped_in_bytes, 0);
+}
+
+#[test]
+fn meminfo_without_memtotal_is_a_parse_error_naming_the_file() {
+    let err = fixture("proc-broken").read_system().unwrap_err();
+    assert!(matches!(err, CounterError::Parse { .. }), "{err:?}");
+    assert!(err.to_string().contains("proc-broken/meminfo"), "{err}");
+}
+
+#[test]
+fn missing_root_is_an_error_not_a_panic() {
+    let err = fixture("does-not-exist").read_system().unwrap_err();
+    assert!(matches!(err, CounterError::Unsupported { .. }), "{err:?}");
+    assert!(fixture("does-not-exist").scan_footprints().is_err());
+}
+
+#[test]
+fn process_memory_sums_anon_and_shmem() {
+    let m = fixture("proc-modern").process_memory(4242).unwrap();
+    assert_eq!(m.footprint_bytes, (1_048_576 + 524_288) * 1024);
+    assert_eq!(m.resident_bytes, 2_097_152 * 1024);
+    assert_eq!(m.swap_bytes, Some(3_145_728 * 1024));
+    assert_eq!(m.peak_footprint_bytes, None);
+}
+
+#[test]
+fn kernel_thread_has_zero_footprint_and_no_swap_field() {
+    let m = fixture("proc-modern").process_memory(2).unwrap();
+    assert_eq!(m.footprint_bytes, 0);
+    assert_eq!(m.swap_bytes, None);
+}
+
+#[test]
+fn vanished_pid_is_gone() {
+    let c = fixture("proc-modern");
+    assert!(c.process_memory(99).unwrap_err().is_gone());
+    assert!(c.process_info(99).unwrap_err().is_gone());
+    assert!(c.process_memory(123_456).unwrap_err().is_gone());
+}
+
+#[test]
+fn process_info_reads_stat_with_parens_in_comm() {
+    let info = fixture("proc-modern").process_info(4242).unwrap();
+    assert_eq!(info.name, "my (weird) job");
+    assert_eq!(info.ppid, 1);
+    assert_eq!(info.pgid, 4242);
+    assert_eq!(info.uid, 1000);
+    assert_eq!(info.start_time, 987_654);
+    assert_eq!(info.command, "python3 generate.py --steps 20");
+}
+
+#[test]
+fn scans_skip_vanished_processes() {
+    let c = fixture("proc-modern");
+    let mut rows = c.scan_footprints().unwrap();
+    rows.sort_by_key(|r| r.pid);
+    let pids: Vec<u32> = rows.iter().map(|r| r.pid).collect();
+    assert_eq!(pids, vec![1, 2, 77, 4242]);
+    assert_eq!(rows[3].name, "python3");
+    assert_eq!(rows[3].ppid, 1);
+    assert_eq!(rows[3].uid, 1000);
+    let mut infos = c.list_processes().unwrap();
+    infos.sort_by_key(|i| i.pid);
+    assert_eq!(infos.len(), 4);
+    assert_eq!(infos[0].command, "/sbin/init splash");
+    assert_eq!(infos[1].command, "");
+}
+
+#[test]
+fn children_from_every_thread() {
+    let c = fixture("proc-modern");
+    assert_eq!(c.child_pids(1).unwrap(), vec![77, 4242]);
+    assert!(c.child_pids(4242).unwrap().is_empty());
+    assert!(c.child_pids(99).unwrap_err().is_gone());
+}
+
+#[test]
+fn psi_parse_levels() {
+    assert_eq!(
+        parse_psi(
+            b"some avg10=0.00 avg60=0 avg300=0 total=0\nfull avg10=0.00 avg60=0 avg300=0 total=0\n"
+        ),
+        Some(PressureLevel::Normal)
+    );
+    assert_eq!(
+        parse_psi(b"some avg10=40.00 avg60=0 avg300=0 total=0\nfull avg10=25.00 avg60=0 avg300=0 total=0\n"),
+        Some(PressureLevel::Critical)
+    );
+    // Older kernels have only a `some` line for memory.
+    assert_eq!(
+        parse_psi(b"some avg10=11.00 avg60=0 avg300=0 total=0\n"),
+        Some(PressureLevel::Warn)
+    );
+    assert_eq!(parse_psi(b"garbage"), None);
+}
+
+#[test]
+fn stat_parse_rejects_truncated_lines() {
+    assert_eq!(parse_stat(b"12 (x) S 1 2"), None);
+    assert_eq!(parse_stat(b"no parens"), None);
+}
+
+#[test]
+fn real_proc_self_is_readable() {
+    let c = Counters::new();
+    let me = std::process::id();
+    let info = c.process_info(me).unwrap();
+    assert_eq!(info.pid, me);
+    // SAFETY: getuid has no preconditions and cannot fail.
+    assert_eq!(info.uid, unsafe { libc::getuid() });
+    let mem = c.process_memory(me).unwrap();
+    assert!(mem.footprint_bytes > 0 && mem.resident_bytes >= mem.footprint_bytes / 2);
+    let rows = c.scan_footprints().unwrap();
+    assert!(rows.iter().any(|r| r.pid == me));
+    let sys = c.read_system().unwrap();
+    assert!(sys.total_bytes > 0 && (0.0..=100.0).contains(&sys.free_percent));
+}
+
+#[test]
+fn real_children_of_ourselves() {
+    let c = Counters::new();
+    let mut child = std::process::Command::new("sleep")
+        .arg("5")
+        .spawn()
+        .unwrap();
+    let kids = c.child_pids(std::process::id()).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(kids.contains(&child.id()), "{kids:?} lacks {}", child.id());
+}
+
+#[test]
+fn zombies_are_gone() {
+    let c = Counters::new();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    // Not reaped yet: a zombie once it has exited.
+    let zombie = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+    });
+    assert!(zombie, "child never became a zombie");
+    assert!(c.process_info(pid).unwrap_err().is_gone());
+    assert!(c.process_memory(pid).unwrap_err().is_gone());
+    assert!(!c.scan_footprints().unwrap().iter().any(|r| r.pid == pid));
+    child.wait().unwrap();
+}

@@ -1,0 +1,229 @@
+//! The OS boundary: typed memory counters for the system and for processes.
+//!
+//! One implementation per OS, selected by `cfg`: `macos.rs` (sysctl, `host_statistics64`,
+//! `proc_pid_rusage`), `linux.rs` (`/proc`, readers take their root path so tests can use
+//! fixture trees) and `unsupported.rs` (every call returns [`CounterError::Unsupported`], so
+//! other targets still compile). All of them expose the same [`Counters`] type with the same
+//! inherent methods; nothing outside this folder calls the OS for memory numbers.
+//!
+//! Units are in the names: `_bytes`, `_percent`. Cumulative counters (`swapped_in_bytes` …) count
+//! since boot; diff two samples to get a rate.
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::error::CounterError;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub use linux::Counters;
+
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(target_os = "macos")]
+pub use macos::Counters;
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+mod unsupported;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub use unsupported::Counters;
+
+/// Result of a counter read.
+pub type Result<T> = std::result::Result<T, CounterError>;
+
+/// System-wide memory pressure, as the OS reports it.
+///
+/// macOS: `kern.memorystatus_vm_pressure_level` 1/2/4. Linux: derived from PSI
+/// (`/proc/pressure/memory`) `avg10`: `full` ≥ [`PSI_CRITICAL_FULL_AVG10`] is critical,
+/// else `some` ≥ [`PSI_WARN_SOME_AVG10`] is warn, else normal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PressureLevel {
+    /// No pressure.
+    Normal,
+    /// The OS is reclaiming memory; jobs are slowed.
+    Warn,
+    /// The OS is close to running out.
+    Critical,
+}
+
+/// PSI `full avg10` (percent of the last 10 s in which all tasks were stalled on memory) at or
+/// above which Linux pressure counts as critical.
+pub const PSI_CRITICAL_FULL_AVG10: f64 = 10.0;
+/// PSI `some avg10` (percent of the last 10 s in which some task was stalled on memory) at or
+/// above which Linux pressure counts as warn.
+pub const PSI_WARN_SOME_AVG10: f64 = 10.0;
+
+impl PressureLevel {
+    /// Maps PSI `some`/`full` `avg10` percentages to a level (thresholds documented above).
+    pub fn from_psi(some_avg10: f64, full_avg10: f64) -> Self {
+        if full_avg10 >= PSI_CRITICAL_FULL_AVG10 {
+            PressureLevel::Critical
+        } else if some_avg10 >= PSI_WARN_SOME_AVG10 {
+            PressureLevel::Warn
+        } else {
+            PressureLevel::Normal
+        }
+    }
+
+    /// Maps macOS `kern.memorystatus_vm_pressure_level` (1 normal, 2 warn, 4 critical).
+    pub fn from_macos_level(level: u32) -> Option<Self> {
+        match level {
+            1 => Some(PressureLevel::Normal),
+            2 => Some(PressureLevel::Warn),
+            4 => Some(PressureLevel::Critical),
+            _ => None,
+        }
+    }
+
+    /// A word for people.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PressureLevel::Normal => "normal",
+            PressureLevel::Warn => "warn",
+            PressureLevel::Critical => "critical",
+        }
+    }
+}
+
+/// System-wide memory counters at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemCounters {
+    /// Physical memory (macOS `hw.memsize`, Linux `MemTotal`).
+    pub total_bytes: u64,
+    /// Memory available to new work in percent of total (macOS `kern.memorystatus_level`,
+    /// Linux `MemAvailable / MemTotal`).
+    pub free_percent: f64,
+    /// Pressure level; `None` where the OS does not report it (Linux without PSI).
+    pub pressure: Option<PressureLevel>,
+    /// Swap in use (macOS `vm.swapusage` used; Linux `SwapTotal - SwapFree`).
+    pub swap_used_bytes: u64,
+    /// Swap configured or currently allocated (macOS grows swap files on demand).
+    pub swap_total_bytes: u64,
+    /// Memory held by the compressor (macOS) or the zswap pool (Linux `Zswap`), if any.
+    pub compressed_bytes: Option<u64>,
+    /// Wired memory (macOS `wire_count`; Linux `Unevictable`).
+    pub wired_bytes: Option<u64>,
+    /// App memory (macOS `internal - purgeable`; Linux `AnonPages`).
+    pub app_bytes: Option<u64>,
+    /// Bytes swapped in since boot (macOS `swapins`; Linux `pswpin`), × page size.
+    pub swapped_in_bytes: u64,
+    /// Bytes swapped out since boot (macOS `swapouts`; Linux `pswpout`), × page size.
+    pub swapped_out_bytes: u64,
+    /// Bytes paged in since boot (macOS `pageins` × page size; Linux `pgpgin`).
+    pub paged_in_bytes: u64,
+    /// Bytes paged out since boot (macOS `pageouts` × page size; Linux `pgpgout`).
+    pub paged_out_bytes: u64,
+}
+
+/// Identity and metadata of one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id (0 when it has none).
+    pub ppid: u32,
+    /// Process group id.
+    pub pgid: u32,
+    /// Real user id.
+    pub uid: u32,
+    /// Start time as an opaque, exact token (Linux: clock ticks since boot from
+    /// `/proc/PID/stat`; macOS: microseconds since the epoch). Together with the pid it
+    /// identifies the process: a recycled pid has another start time.
+    pub start_time: u64,
+    /// Short name (`comm`).
+    pub name: String,
+    /// Command line, arguments joined by spaces; empty for kernel threads or when hidden.
+    pub command: String,
+}
+
+/// Memory of one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProcessMemory {
+    /// Process id.
+    pub pid: u32,
+    /// Footprint: what Activity Monitor shows (macOS `ri_phys_footprint`; Linux
+    /// `RssAnon + RssShmem`). Drops when pages are compressed or swapped.
+    pub footprint_bytes: u64,
+    /// Resident set size (macOS `ri_resident_size`; Linux `VmRSS`).
+    pub resident_bytes: u64,
+    /// Swapped-out memory of this process where the OS has it (Linux `VmSwap`; macOS: none).
+    pub swap_bytes: Option<u64>,
+    /// Lifetime peak footprint where the OS has it (macOS `ri_lifetime_max_phys_footprint`;
+    /// Linux: none; `VmHWM` is a peak of RSS, not of footprint).
+    pub peak_footprint_bytes: Option<u64>,
+}
+
+/// One row of a fast all-process footprint scan: enough to sort, show and build trees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FootprintRow {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Real user id.
+    pub uid: u32,
+    /// Short name (`comm`).
+    pub name: String,
+    /// Memory numbers.
+    pub memory: ProcessMemory,
+}
+
+/// Parses the first `u64` after `key` in a `/proc`-style `Key:   value unit` text.
+///
+/// Shared by the Linux reader and the fixture tests; pure.
+pub(crate) fn parse_kv_u64(line: &[u8]) -> Option<u64> {
+    let mut value: u64 = 0;
+    let mut seen = false;
+    for &b in line {
+        if b.is_ascii_digit() {
+            value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+            seen = true;
+        } else if seen {
+            break;
+        }
+    }
+    seen.then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psi_thresholds() {
+        assert_eq!(PressureLevel::from_psi(0.0, 0.0), PressureLevel::Normal);
+        assert_eq!(PressureLevel::from_psi(9.99, 0.0), PressureLevel::Normal);
+        assert_eq!(PressureLevel::from_psi(10.0, 0.0), PressureLevel::Warn);
+        assert_eq!(PressureLevel::from_psi(50.0, 9.9), PressureLevel::Warn);
+        assert_eq!(PressureLevel::from_psi(50.0, 10.0), PressureLevel::Critical);
+    }
+
+    #[test]
+    fn macos_levels() {
+        assert_eq!(
+            PressureLevel::from_macos_level(1),
+            Some(PressureLevel::Normal)
+        );
+        assert_eq!(
+            PressureLevel::from_macos_level(2),
+            Some(PressureLevel::Warn)
+        );
+        assert_eq!(
+            PressureLevel::from_macos_level(4),
+            Some(PressureLevel::Critical)
+        );
+        assert_eq!(PressureLevel::from_macos_level(3), None);
+    }
+
+    #[test]
+    fn kv_parse() {
+        assert_eq!(
+            parse_kv_u64(b"MemTotal:       24558400 kB"),
+            Some(24_558_400)
+        );
+        assert_eq!(parse_kv_u64(b"VmSwap:\t       0 kB"), Some(0));
+        assert_eq!(parse_kv_u64(b"Name: bash"), None);
+        assert_eq!(parse_kv_u64(b"X: 99999999999999999999999 kB"), None);
+    }
+}

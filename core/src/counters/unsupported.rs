@@ -1,0 +1,52 @@
+//! Counters for operating systems Headroom does not support: every call returns
+//! [`CounterError::Unsupported`], so the workspace still compiles there.
+
+use super::{FootprintRow, ProcessInfo, ProcessMemory, Result, SystemCounters};
+use crate::error::CounterError;
+
+/// The counter reader for this OS (none: every read is `Unsupported`).
+#[derive(Debug, Default, Clone)]
+pub struct Counters;
+
+fn unsupported<T>(what: &str) -> Result<T> {
+    Err(CounterError::Unsupported {
+        what: format!("{what} on {}", std::env::consts::OS),
+    })
+}
+
+impl Counters {
+    /// A reader for this OS.
+    pub fn new() -> Self {
+        Counters
+    }
+
+    /// System-wide counters.
+    pub fn read_system(&self) -> Result<SystemCounters> {
+        unsupported("system memory counters")
+    }
+
+    /// Every process with identity and command line.
+    pub fn list_processes(&self) -> Result<Vec<ProcessInfo>> {
+        unsupported("process listing")
+    }
+
+    /// One process's identity and command line.
+    pub fn process_info(&self, _pid: u32) -> Result<ProcessInfo> {
+        unsupported("process information")
+    }
+
+    /// One process's memory.
+    pub fn process_memory(&self, _pid: u32) -> Result<ProcessMemory> {
+        unsupported("process memory")
+    }
+
+    /// Footprint of every process.
+    pub fn scan_footprints(&self) -> Result<Vec<FootprintRow>> {
+        unsupported("process memory")
+    }
+
+    /// Direct children of a process.
+    pub fn child_pids(&self, _pid: u32) -> Result<Vec<u32>> {
+        unsupported("process children")
+    }
+}

@@ -1,0 +1,396 @@
+//! The one sampling loop.
+//!
+//! A thread reads system counters every tick (default 0.5 s) and the memory of each tracked
+//! process tree, and publishes an `Arc<Sample>` to every subscriber. Ticks are scheduled at
+//! `start + n × interval`, so the loop does not drift; a tick that falls behind skips ahead
+//! instead of bursting. A read error is reported in the first sample that fails (and logged
+//! once); later samples carry no error until reads succeed again, and sampling goes on.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::counters::{Counters, FootprintRow, Result, SystemCounters};
+use crate::process::{tree_memory, ProcessIdentity, TreeMemory};
+
+/// Default sampling interval.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How many samples a slow subscriber may fall behind before it misses some.
+const SUBSCRIBER_BACKLOG: usize = 256;
+
+/// One tick's readings.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    /// Tick number, from 0.
+    pub seq: u64,
+    /// Wall-clock time of the reading.
+    #[serde(with = "crate::trace::unix_seconds")]
+    pub at: SystemTime,
+    /// Time since the sampler started.
+    pub since_start: Duration,
+    /// System counters; `None` when the read failed.
+    pub system: Option<SystemCounters>,
+    /// Each tracked process tree, in tracking order.
+    pub tracked: Vec<TrackedSample>,
+    /// Set on the first failing tick of a run of failures: what went wrong.
+    pub error: Option<String>,
+}
+
+/// A tracked process tree at one tick.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrackedSample {
+    /// The tracked process.
+    pub identity: ProcessIdentity,
+    /// Memory of it and its descendants; `None` once it has exited (or the pid was recycled).
+    pub memory: Option<TreeMemory>,
+}
+
+/// Remembers the last error so each run of failures is reported once.
+#[derive(Debug, Default)]
+pub struct ErrorOnce {
+    last: Option<String>,
+}
+
+impl ErrorOnce {
+    /// Feeds one read result; returns the message when it is new.
+    pub fn observe<T>(&mut self, result: &Result<T>) -> Option<String> {
+        match result {
+            Ok(_) => {
+                if self.last.take().is_some() {
+                    tracing::info!("memory counters readable again");
+                }
+                None
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                if self.last.as_deref() == Some(msg.as_str()) {
+                    None
+                } else {
+                    tracing::warn!(error = %msg, "reading memory counters failed");
+                    self.last = Some(msg.clone());
+                    Some(msg)
+                }
+            }
+        }
+    }
+}
+
+/// Reads one sample: system counters and every tracked tree (pid + start time re-checked).
+pub fn read_sample(
+    counters: &Counters,
+    tracked: &[ProcessIdentity],
+    errors: &mut ErrorOnce,
+    seq: u64,
+    since_start: Duration,
+) -> Sample {
+    let system = counters.read_system();
+    let error = errors.observe(&system);
+    let tracked = tracked
+        .iter()
+        .map(|id| {
+            let memory = tree_memory(counters, id.pid)
+                .ok()
+                .filter(|_| id.is_alive(counters));
+            TrackedSample {
+                identity: *id,
+                memory,
+            }
+        })
+        .collect();
+    Sample {
+        seq,
+        at: SystemTime::now(),
+        since_start,
+        system: system.ok(),
+        tracked,
+        error,
+    }
+}
+
+/// The deadline of the next tick after `now` for a schedule `start + n × interval`, and its n.
+/// Ticks already missed are skipped, never run in a burst.
+pub fn next_tick(start: Instant, interval: Duration, last_n: u64, now: Instant) -> (u64, Instant) {
+    let interval_nanos = interval.as_nanos().max(1);
+    let mut n = last_n + 1;
+    let elapsed = now.saturating_duration_since(start).as_nanos();
+    let due = elapsed / interval_nanos;
+    if u128::from(n) < due {
+        n = u64::try_from(due).unwrap_or(u64::MAX);
+    }
+    let offset = interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
+    (n, start + offset)
+}
+
+#[derive(Debug)]
+struct Shared {
+    stop: AtomicBool,
+    wake: Condvar,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    interval: Duration,
+    tracked: Vec<ProcessIdentity>,
+    subscribers: Vec<SyncSender<Arc<Sample>>>,
+    /// Bumped when the interval changes so the loop restarts its schedule.
+    generation: u64,
+}
+
+fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The running sampler. Dropping it stops the loop.
+#[derive(Debug)]
+pub struct Sampler {
+    shared: Arc<Shared>,
+    counters: Counters,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Starts sampling every `interval` on a thread of its own.
+    pub fn start(counters: Counters, interval: Duration) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            wake: Condvar::new(),
+            state: Mutex::new(State {
+                interval: interval.max(Duration::from_millis(1)),
+                tracked: Vec::new(),
+                subscribers: Vec::new(),
+                generation: 0,
+            }),
+        });
+        let loop_shared = Arc::clone(&shared);
+        let loop_counters = counters.clone();
+        let thread = std::thread::Builder::new()
+            .name("headroom-sampler".into())
+            .spawn(move || run_loop(&loop_shared, &loop_counters))?;
+        Ok(Sampler {
+            shared,
+            counters,
+            thread: Some(thread),
+        })
+    }
+
+    /// A new receiver of every following sample. A subscriber that falls more than a few
+    /// hundred samples behind misses samples rather than blocking the loop.
+    pub fn subscribe(&self) -> Receiver<Arc<Sample>> {
+        let (tx, rx) = mpsc::sync_channel(SUBSCRIBER_BACKLOG);
+        lock(&self.shared.state).subscribers.push(tx);
+        rx
+    }
+
+    /// Tracks a process tree from the next tick on.
+    pub fn track(&self, id: ProcessIdentity) {
+        let mut state = lock(&self.shared.state);
+        if !state.tracked.contains(&id) {
+            state.tracked.push(id);
+        }
+    }
+
+    /// Stops tracking `id`.
+    pub fn untrack(&self, id: ProcessIdentity) {
+        lock(&self.shared.state).tracked.retain(|t| *t != id);
+    }
+
+    /// Changes the interval; the schedule restarts from now.
+    pub fn set_interval(&self, interval: Duration) {
+        let mut state = lock(&self.shared.state);
+        state.interval = interval.max(Duration::from_millis(1));
+        state.generation += 1;
+        self.shared.wake.notify_all();
+    }
+
+    /// The current interval.
+    pub fn interval(&self) -> Duration {
+        lock(&self.shared.state).interval
+    }
+
+    /// A full footprint scan of every process, on demand (not on every tick).
+    pub fn scan(&self) -> Result<Vec<FootprintRow>> {
+        self.counters.scan_footprints()
+    }
+
+    /// Stops the loop and waits for it.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn run_loop(shared: &Shared, counters: &Counters) {
+    let mut errors = ErrorOnce::default();
+    let mut seq = 0u64;
+    'schedule: loop {
+        let (interval, generation) = {
+            let s = lock(&shared.state);
+            (s.interval, s.generation)
+        };
+        let start = Instant::now();
+        let mut n = 0u64;
+        let mut deadline = start;
+        loop {
+            // Sleep until the deadline, waking early only to stop or to change the interval.
+            let mut state = lock(&shared.state);
+            loop {
+                if shared.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                if state.generation != generation {
+                    continue 'schedule;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                state = shared
+                    .wake
+                    .wait_timeout(state, deadline - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            let tracked = state.tracked.clone();
+            drop(state);
+
+            let sample = Arc::new(read_sample(
+                counters,
+                &tracked,
+                &mut errors,
+                seq,
+                start.elapsed(),
+            ));
+            seq += 1;
+            publish(shared, &sample);
+            (n, deadline) = next_tick(start, interval, n, Instant::now());
+        }
+    }
+}
+
+fn publish(shared: &Shared, sample: &Arc<Sample>) {
+    let mut state = lock(&shared.state);
+    state
+        .subscribers
+        .retain(|tx| match tx.try_send(Arc::clone(sample)) {
+            Ok(()) | Err(TrySendError::Full(_)) => true,
+            Err(TrySendError::Disconnected(_)) => false,
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::CounterError;
+
+    #[test]
+    fn schedule_does_not_drift_and_skips_missed_ticks() {
+        let start = Instant::now();
+        let i = Duration::from_millis(500);
+        // On time: the next deadline is exactly start + (n+1) × interval.
+        assert_eq!(
+            next_tick(start, i, 0, start + Duration::from_millis(3)),
+            (1, start + i)
+        );
+        assert_eq!(
+            next_tick(start, i, 7199, start + i * 7199 + Duration::from_millis(40)),
+            (7200, start + i * 7200)
+        );
+        // Late by several ticks: skip to the current slot, no burst.
+        let (n, at) = next_tick(start, i, 1, start + Duration::from_millis(2600));
+        assert_eq!(n, 5);
+        assert_eq!(at, start + i * 5);
+    }
+
+    #[test]
+    fn errors_reported_once_until_recovery() {
+        let mut once = ErrorOnce::default();
+        let bad: Result<()> = Err(CounterError::Unsupported { what: "x".into() });
+        assert!(once.observe(&bad).is_some());
+        assert!(once.observe(&bad).is_none());
+        assert!(once.observe(&bad).is_none());
+        assert!(once.observe(&Ok(())).is_none());
+        assert!(once.observe(&bad).is_some());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn failing_reader_keeps_sampling() {
+        let counters = Counters::with_proc_root("/nonexistent-proc-root");
+        let mut errors = ErrorOnce::default();
+        let first = read_sample(&counters, &[], &mut errors, 0, Duration::ZERO);
+        let second = read_sample(&counters, &[], &mut errors, 1, Duration::ZERO);
+        assert!(first.system.is_none() && first.error.is_some());
+        assert!(second.system.is_none() && second.error.is_none());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn live_sampler_publishes_and_tracks() {
+        let counters = Counters::new();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let id = ProcessIdentity::of(&counters, child.id()).unwrap();
+        let sampler = Sampler::start(counters, Duration::from_millis(20)).unwrap();
+        let rx = sampler.subscribe();
+        sampler.track(id);
+        let mut seen_tracked = false;
+        let mut last_seq = None;
+        for _ in 0..20 {
+            let s = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+            assert!(s.system.is_some());
+            if let Some(prev) = last_seq {
+                assert!(s.seq > prev);
+            }
+            last_seq = Some(s.seq);
+            seen_tracked |= s
+                .tracked
+                .iter()
+                .any(|t| t.identity == id && t.memory.is_some());
+        }
+        assert!(seen_tracked);
+        let _ = child.kill();
+        let _ = child.wait();
+        // After the child is reaped its tracked entry reports no memory.
+        let gone = (0..50).any(|_| {
+            rx.recv_timeout(Duration::from_secs(5))
+                .map(|s| {
+                    s.tracked
+                        .iter()
+                        .any(|t| t.identity == id && t.memory.is_none())
+                })
+                .unwrap_or(false)
+        });
+        assert!(gone);
+        sampler.untrack(id);
+        sampler.set_interval(Duration::from_millis(10));
+        assert_eq!(sampler.interval(), Duration::from_millis(10));
+        assert!(rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .tracked
+            .is_empty());
+        assert!(!sampler.scan().unwrap().is_empty());
+        sampler.stop();
+    }
+}

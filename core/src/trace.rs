@@ -1,0 +1,372 @@
+//! JSONL memory traces, compatible with stageload's format.
+//!
+//! One JSON record a line: `start` (`utc`, `interval`, metadata), `sample` (`t` seconds since
+//! start, `footprint` bytes, `swap_used` bytes, `level` = free %, plus Headroom's extra fields),
+//! `event` (`kind` load/reload/release/stage/mark …), `error` (a failed read) and `end`. The
+//! writer flushes every line so a killed recorder keeps its trace. The reader tolerates a
+//! half-written last line and reports any other bad line with its file and line number.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Record {
+    /// First line: when and how the trace was taken, with free-form metadata.
+    Start {
+        /// UTC start time, RFC 3339 (`2026-10-06T10:36:12+00:00`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        utc: Option<String>,
+        /// Sampling interval in seconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        interval: Option<f64>,
+        /// Everything else in the line.
+        #[serde(flatten)]
+        meta: Map<String, Value>,
+    },
+    /// One reading.
+    Sample(SampleRecord),
+    /// Something the job or the guard said happened.
+    Event(EventRecord),
+    /// A failed read (a gap in the samples).
+    Error {
+        /// Seconds since start.
+        #[serde(default)]
+        t: Option<f64>,
+        /// What failed.
+        error: String,
+    },
+    /// Last line; absent when the recorder was killed.
+    End {
+        /// Anything the writer added (Headroom: `reason`).
+        #[serde(flatten)]
+        meta: Map<String, Value>,
+    },
+    /// A record type this reader does not know; kept out of summaries.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A `sample` line. The first four fields are stageload's; the rest are Headroom's and
+/// optional when reading.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SampleRecord {
+    /// Seconds since start.
+    pub t: f64,
+    /// Footprint of the traced process tree(s), bytes (0 when nothing is traced).
+    #[serde(default)]
+    pub footprint: u64,
+    /// System swap in use, bytes.
+    pub swap_used: u64,
+    /// System free memory, percent (macOS `kern.memorystatus_level`).
+    pub level: f64,
+    /// System swap size, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_total: Option<u64>,
+    /// Compressed memory, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressed: Option<u64>,
+    /// Pressure level word.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<String>,
+    /// Resident size of the traced trees, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resident: Option<u64>,
+    /// Per-process swap of the traced trees, bytes (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_swap: Option<u64>,
+    /// How many processes the traced trees had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
+}
+
+/// An `event` line.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// `load`, `reload`, `release`, `stage`, `mark`, or Headroom's `guard`.
+    pub kind: String,
+    /// Seconds since start.
+    pub t: f64,
+    /// Model or object name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Stage name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// Bytes loaded or released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbytes: Option<u64>,
+    /// Seconds a load took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// RFC 3339 UTC with a `+00:00` offset, as stageload writes it.
+pub fn utc_string(t: SystemTime) -> String {
+    let s = humantime::format_rfc3339_seconds(t).to_string();
+    match s.strip_suffix('Z') {
+        Some(stem) => format!("{stem}+00:00"),
+        None => s,
+    }
+}
+
+/// Seconds rounded to milliseconds, as written in `t`.
+pub fn round_t(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// Writes a trace, one flushed line per record.
+#[derive(Debug)]
+pub struct TraceWriter<W: Write> {
+    out: W,
+}
+
+impl TraceWriter<File> {
+    /// Creates (truncates) `path`.
+    pub fn create(path: &Path) -> io::Result<Self> {
+        Ok(TraceWriter {
+            out: File::create(path)?,
+        })
+    }
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// A writer over any output.
+    pub fn new(out: W) -> Self {
+        TraceWriter { out }
+    }
+
+    /// Writes one record and flushes it.
+    pub fn write(&mut self, record: &Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.out.write_all(&line)?;
+        self.out.flush()
+    }
+
+    /// Writes the `start` record.
+    pub fn start(
+        &mut self,
+        at: SystemTime,
+        interval: Duration,
+        meta: Map<String, Value>,
+    ) -> io::Result<()> {
+        self.write(&Record::Start {
+            utc: Some(utc_string(at)),
+            interval: Some(interval.as_secs_f64()),
+            meta,
+        })
+    }
+
+    /// Writes the `end` record.
+    pub fn end(&mut self, meta: Map<String, Value>) -> io::Result<()> {
+        self.write(&Record::End { meta })
+    }
+
+    /// The underlying output.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+/// A bad trace line: which file, which line, what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{}:{line}: {message}", path.display())]
+pub struct TraceError {
+    /// The trace file.
+    pub path: PathBuf,
+    /// 1-based line number (0 when the file could not be opened).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A whole trace, read into memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// The `start` record's metadata (`utc`, `interval` and the rest), if present.
+    pub start: Option<Map<String, Value>>,
+    /// Samples, in file order.
+    pub samples: Vec<SampleRecord>,
+    /// Events, in file order.
+    pub events: Vec<EventRecord>,
+    /// Read errors recorded in the trace: (t, message).
+    pub errors: Vec<(Option<f64>, String)>,
+    /// True when the `end` record is present.
+    pub ended: bool,
+    /// True when a half-written last line was dropped.
+    pub truncated: bool,
+}
+
+/// Reads a trace file.
+pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
+    let err = |line: usize, message: String| TraceError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let file = File::open(path).map_err(|e| err(0, e.to_string()))?;
+    let mut lines: Vec<(usize, String)> = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        lines.push((i + 1, line.map_err(|e| err(i + 1, e.to_string()))?));
+    }
+    let last_content = lines.iter().rposition(|(_, l)| !l.trim().is_empty());
+    let mut trace = Trace::default();
+    for (idx, (number, line)) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: Record = match serde_json::from_str(line) {
+            Ok(r) => r,
+            Err(_) if Some(idx) == last_content && looks_cut(line) => {
+                trace.truncated = true;
+                continue;
+            }
+            Err(e) => return Err(err(*number, format!("not a trace record: {e}"))),
+        };
+        match record {
+            Record::Start {
+                utc,
+                interval,
+                mut meta,
+            } => {
+                if let Some(utc) = utc {
+                    meta.insert("utc".into(), Value::String(utc));
+                }
+                if let Some(i) = interval.and_then(serde_json::Number::from_f64) {
+                    meta.insert("interval".into(), Value::Number(i));
+                }
+                trace.start = Some(meta);
+            }
+            Record::Sample(s) => trace.samples.push(s),
+            Record::Event(e) => trace.events.push(e),
+            Record::Error { t, error } => trace.errors.push((t, error)),
+            Record::End { .. } => trace.ended = true,
+            Record::Unknown => {}
+        }
+    }
+    Ok(trace)
+}
+
+/// A line cut off mid-write: valid JSON never ends without its closing brace.
+fn looks_cut(line: &str) -> bool {
+    !line.trim_end().ends_with('}') || serde_json::from_str::<Value>(line).is_err()
+}
+
+/// Serde helper: `SystemTime` as fractional Unix seconds.
+pub mod unix_seconds {
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use serde::Serializer;
+
+    /// Serializes `t` as seconds since the Unix epoch.
+    pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        let secs = t
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        s.serialize_f64(secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn round_trip_through_writer_and_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut w = TraceWriter::create(&path).unwrap();
+        let mut meta = Map::new();
+        meta.insert("tool".into(), Value::String("headroom".into()));
+        w.start(SystemTime::UNIX_EPOCH, Duration::from_millis(500), meta)
+            .unwrap();
+        let s = SampleRecord {
+            t: 0.5,
+            footprint: 10,
+            swap_used: 20,
+            level: 45.5,
+            pressure: Some("normal".into()),
+            ..SampleRecord::default()
+        };
+        w.write(&Record::Sample(s.clone())).unwrap();
+        w.write(&Record::Error {
+            t: Some(1.0),
+            error: "boom".into(),
+        })
+        .unwrap();
+        w.end(Map::new()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with(
+            r#"{"type":"start","utc":"1970-01-01T00:00:00+00:00","interval":0.5,"tool":"headroom"}"#
+        ));
+        let trace = read_trace(&path).unwrap();
+        assert_eq!(trace.samples, vec![s]);
+        assert_eq!(trace.errors, vec![(Some(1.0), "boom".to_string())]);
+        assert!(trace.ended && !trace.truncated);
+        assert_eq!(trace.start.unwrap()["tool"], "headroom");
+    }
+
+    #[test]
+    fn half_written_last_line_is_tolerated() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_file(
+            &dir,
+            "cut.jsonl",
+            "{\"type\":\"start\"}\n{\"type\":\"sample\",\"t\":0.5,\"footprint\":1,\"swap_used\":2,\"level\":50}\n{\"type\":\"sample\",\"t\":1.0,\"footp",
+        );
+        let trace = read_trace(&p).unwrap();
+        assert_eq!(trace.samples.len(), 1);
+        assert!(trace.truncated && !trace.ended);
+    }
+
+    #[test]
+    fn bad_middle_line_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_file(
+            &dir,
+            "bad.jsonl",
+            "{\"type\":\"start\"}\n\n{\"type\":\"sample\",\"t\":\"x\"}\n{\"type\":\"end\"}\n",
+        );
+        let e = read_trace(&p).unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(
+            e.to_string().starts_with(&format!("{}:3: ", p.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_record_types_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_file(
+            &dir,
+            "u.jsonl",
+            "{\"type\":\"queue\",\"x\":1}\n{\"type\":\"end\"}\n",
+        );
+        let trace = read_trace(&p).unwrap();
+        assert!(trace.ended && trace.samples.is_empty());
+    }
+
+    #[test]
+    fn missing_file_is_line_zero() {
+        let e = read_trace(Path::new("/nonexistent/trace.jsonl")).unwrap_err();
+        assert_eq!(e.line, 0);
+    }
+}

@@ -1,0 +1,240 @@
+//! Human units: byte sizes and durations, parsed from flags and formatted for people.
+//!
+//! Sizes are binary, as Activity Monitor and stageload's tables use them: `1G` = `1GB` =
+//! `1GiB` = 2^30 bytes, and [`format_bytes`] writes `3.1 GB` meaning 3.1 × 2^30 bytes.
+
+use std::time::Duration;
+
+/// Why a size, duration or percent could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnitError(String);
+
+const UNITS: [(&str, u64); 5] = [
+    ("", 1),
+    ("K", 1 << 10),
+    ("M", 1 << 20),
+    ("G", 1 << 30),
+    ("T", 1 << 40),
+];
+
+/// Parses `8G`, `100M`, `512MiB`, `1.5GB`, `4096` (bytes) into bytes.
+pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let bad = || {
+        UnitError(format!(
+            "invalid size '{text}': expected a number with an optional unit K, M, G or T (binary, e.g. 8G, 512M)"
+        ))
+    };
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let unit = unit.trim();
+    let stem = unit
+        .strip_suffix("iB")
+        .or_else(|| unit.strip_suffix('B'))
+        .unwrap_or(unit)
+        .to_ascii_uppercase();
+    let stem = if unit.eq_ignore_ascii_case("b") {
+        ""
+    } else {
+        &stem
+    };
+    let (_, scale) = UNITS.iter().find(|(u, _)| *u == stem).ok_or_else(bad)?;
+    let bytes = value * *scale as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Formats bytes for people: `812 MB`, `3.1 GB`, `17 GB`, `0 B`.
+pub fn format_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes < 1 << 10 {
+        format!("{bytes} B")
+    } else if bytes < 1 << 20 {
+        format!("{:.0} KB", b / (1u64 << 10) as f64)
+    } else if bytes < 1 << 30 {
+        format!("{:.0} MB", b / (1u64 << 20) as f64)
+    } else if bytes < 10 << 30 {
+        format!("{:.1} GB", b / (1u64 << 30) as f64)
+    } else {
+        format!("{:.0} GB", b / (1u64 << 30) as f64)
+    }
+}
+
+/// Formats a signed change of bytes: `+3.5 GB`, `-120 MB`, `+0 B`.
+pub fn format_delta_bytes(delta: i64) -> String {
+    let sign = if delta < 0 { '-' } else { '+' };
+    format!("{sign}{}", format_bytes(delta.unsigned_abs()))
+}
+
+/// Short form for a menu-bar title: `3.1G`, `812M`, `0`.
+pub fn format_bytes_short(bytes: u64) -> String {
+    let long = format_bytes(bytes);
+    match long.split_once(' ') {
+        Some(("0", "B")) => "0".into(),
+        Some((n, unit)) => format!("{n}{}", &unit[..1]),
+        None => long,
+    }
+}
+
+/// Parses `0.5s`, `500ms`, `1m`, `30m`, `2h`, `1h30m` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    let t = text.trim();
+    let bad = || {
+        UnitError(format!(
+            "invalid duration '{text}': expected e.g. 0.5s, 500ms, 1m, 30m, 2h"
+        ))
+    };
+    if t.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(seconds) = t.parse::<f64>() {
+        return seconds_to_duration(seconds).ok_or_else(bad);
+    }
+    let mut total = 0.0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let (number, after) = rest.split_at(split);
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_len);
+        let scale = match unit {
+            "ms" => 0.001,
+            "s" | "sec" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "d" => 86400.0,
+            _ => return Err(bad()),
+        };
+        total += value * scale;
+        rest = next;
+    }
+    seconds_to_duration(total).ok_or_else(bad)
+}
+
+fn seconds_to_duration(seconds: f64) -> Option<Duration> {
+    (0.0..1e12)
+        .contains(&seconds)
+        .then(|| Duration::from_secs_f64(seconds))
+}
+
+/// Formats a duration for people: `850 ms`, `12.3 s`, `4m 05s`, `2h 03m`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else if s < 60.0 {
+        format!("{s:.1} s")
+    } else if s < 3600.0 {
+        let whole = d.as_secs();
+        format!("{}m {:02}s", whole / 60, whole % 60)
+    } else {
+        let whole = d.as_secs();
+        format!("{}h {:02}m", whole / 3600, (whole % 3600) / 60)
+    }
+}
+
+/// Parses a percentage from 0 to 100 inclusive (`40`, `40%`, `12.5`).
+pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
+    let t = text.trim();
+    let number = t.strip_suffix('%').unwrap_or(t);
+    match number.trim().parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(UnitError(format!(
+            "invalid percent '{text}': expected a number from 0 to 100"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        let table: &[(&str, u64)] = &[
+            ("8G", 8 << 30),
+            ("8g", 8 << 30),
+            ("8GB", 8 << 30),
+            ("8GiB", 8 << 30),
+            ("100M", 100 << 20),
+            ("1.5G", 3 << 29),
+            ("4096", 4096),
+            ("64K", 64 << 10),
+            ("1T", 1 << 40),
+            ("12B", 12),
+            (" 2M ", 2 << 20),
+        ];
+        for (text, want) in table {
+            assert_eq!(parse_bytes(text), Ok(*want), "{text}");
+        }
+        for bad in ["", "G", "8X", "-1G", "1.2.3G", "8 Gigs", "nan", "1e999"] {
+            assert!(parse_bytes(bad).is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn sizes_format() {
+        assert_eq!(format_bytes(0), "0 B");
+        assert_eq!(format_bytes(1023), "1023 B");
+        assert_eq!(format_bytes(812 << 20), "812 MB");
+        assert_eq!(format_bytes((31 << 30) / 10), "3.1 GB");
+        assert_eq!(format_bytes(17 << 30), "17 GB");
+        assert_eq!(format_delta_bytes(-(120 << 20)), "-120 MB");
+        assert_eq!(format_delta_bytes(7 << 29), "+3.5 GB");
+        assert_eq!(format_bytes_short((31 << 30) / 10), "3.1G");
+        assert_eq!(format_bytes_short(0), "0");
+        assert_eq!(format_bytes_short(500 << 20), "500M");
+    }
+
+    #[test]
+    fn durations_parse() {
+        let table: &[(&str, f64)] = &[
+            ("0.5s", 0.5),
+            ("500ms", 0.5),
+            ("1m", 60.0),
+            ("30m", 1800.0),
+            ("2h", 7200.0),
+            ("1h30m", 5400.0),
+            ("10", 10.0),
+            ("2.5", 2.5),
+            ("1d", 86400.0),
+        ];
+        for (text, want) in table {
+            let got = parse_duration(text).unwrap().as_secs_f64();
+            assert!((got - want).abs() < 1e-9, "{text}: {got}");
+        }
+        for bad in ["", "s", "5x", "-1s", "1m-", "abc", "1..2s"] {
+            assert!(parse_duration(bad).is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn durations_format() {
+        assert_eq!(format_duration(Duration::from_millis(850)), "850 ms");
+        assert_eq!(format_duration(Duration::from_secs_f64(12.34)), "12.3 s");
+        assert_eq!(format_duration(Duration::from_secs(245)), "4m 05s");
+        assert_eq!(format_duration(Duration::from_secs(7380)), "2h 03m");
+    }
+
+    #[test]
+    fn percents() {
+        assert_eq!(parse_percent("40"), Ok(40.0));
+        assert_eq!(parse_percent("12.5%"), Ok(12.5));
+        assert_eq!(parse_percent("0"), Ok(0.0));
+        assert_eq!(parse_percent("100"), Ok(100.0));
+        assert!(parse_percent("101").is_err());
+        assert!(parse_percent("-1").is_err());
+        assert!(parse_percent("x").is_err());
+    }
+}

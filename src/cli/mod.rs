@@ -1,0 +1,59 @@
+//! Command-line parsing (clap derive) and dispatch.
+//!
+//! Flags are parsed and validated into typed values before anything runs: an invalid value
+//! exits 2 with a message naming the flag (clap's usage error).
+
+mod record;
+mod status;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use headroom_core::units;
+
+/// Does this job really fit in memory?
+///
+/// Headroom judges memory by swap growth and system free memory, not by a process's
+/// footprint: on Apple Silicon a job's footprint drops when its pages are compressed or
+/// swapped out, so it can look small while the machine swaps itself to death.
+#[derive(Debug, Parser)]
+#[command(name = "headroom", version, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug); HEADROOM_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show system memory, swap and the processes with the largest footprint.
+    Status(status::StatusArgs),
+    /// Record a memory trace (JSONL, stageload-compatible) until stopped.
+    Record(record::RecordArgs),
+}
+
+/// Runs the parsed command; the exit code is the command's.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Status(args) => status::run(&args),
+        Command::Record(args) => record::run(&args),
+    }
+}
+
+/// clap value parser for durations (`0.5s`, `1m`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    units::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// clap value parser for positive durations (a sampling interval).
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    match units::parse_duration(text) {
+        Ok(d) if d >= Duration::from_millis(10) => Ok(d),
+        Ok(_) => Err(format!("interval '{text}' is too short: at least 10ms")),
+        Err(e) => Err(e.to_string()),
+    }
+}

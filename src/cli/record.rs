@@ -1,0 +1,148 @@
+//! `headroom record`: write a stageload-compatible JSONL memory trace.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use clap::Args;
+use headroom_core::counters::Counters;
+use headroom_core::process::ProcessIdentity;
+use headroom_core::sampler::{Sample, Sampler};
+use headroom_core::trace::{round_t, Record, SampleRecord, TraceWriter};
+use serde_json::{Map, Value};
+
+/// Flags of `headroom record`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The trace is JSONL, one record a line, each flushed as written so a killed recorder keeps \
+its trace: a `start` record (utc, interval, metadata), `sample` records (`t` seconds since \
+start, `footprint` bytes, `swap_used` bytes, `level` = free memory %, plus Headroom's \
+`swap_total`, `compressed`, `pressure`, `resident`, `process_swap`, `processes`), `error` \
+records when a read fails, and an `end` record.
+
+Recording stops after --duration, on Ctrl-C/SIGTERM, or when every --pid process has exited.")]
+pub struct RecordArgs {
+    /// Time between samples (e.g. 0.5s, 250ms, 1s).
+    #[arg(long, default_value = "0.5s", value_parser = super::parse_interval, value_name = "DURATION")]
+    interval: Duration,
+    /// Trace this process and its descendants; repeat for several. `footprint` is the sum of
+    /// their footprints. Without --pid, `footprint` is written as 0 (system counters only).
+    #[arg(long = "pid", value_name = "PID")]
+    pids: Vec<u32>,
+    /// Stop after this long (e.g. 3s, 10m). Without it, record until interrupted.
+    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    duration: Option<Duration>,
+    /// Where to write the trace (created or truncated).
+    #[arg(short, long, value_name = "PATH")]
+    output: PathBuf,
+}
+
+/// Runs `headroom record`.
+pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
+    let counters = Counters::new();
+    let mut tracked = Vec::new();
+    for &pid in &args.pids {
+        match ProcessIdentity::of(&counters, pid) {
+            Ok(id) => tracked.push(id),
+            Err(e) => {
+                eprintln!("headroom: error: invalid value '{pid}' for '--pid <PID>': {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    let mut writer = TraceWriter::create(&args.output)
+        .with_context(|| format!("creating {}", args.output.display()))?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing signal handlers")?;
+    }
+
+    let sampler = Sampler::start(counters, args.interval).context("starting the sampler")?;
+    let samples = sampler.subscribe();
+    for id in &tracked {
+        sampler.track(*id);
+    }
+    writer
+        .start(SystemTime::now(), args.interval, start_meta(args))
+        .with_context(|| format!("writing {}", args.output.display()))?;
+
+    let mut written = 0u64;
+    let reason = loop {
+        if stop.load(Ordering::SeqCst) {
+            break "interrupted";
+        }
+        let Ok(sample) = samples.recv_timeout(Duration::from_millis(100)) else {
+            continue;
+        };
+        if let Some(error) = &sample.error {
+            writer.write(&Record::Error {
+                t: Some(round_t(sample.since_start)),
+                error: error.clone(),
+            })?;
+        }
+        if let Some(record) = to_record(&sample) {
+            writer
+                .write(&Record::Sample(record))
+                .with_context(|| format!("writing {}", args.output.display()))?;
+            written += 1;
+        }
+        if args
+            .duration
+            .is_some_and(|d| sample.since_start + args.interval / 2 >= d)
+        {
+            break "duration";
+        }
+        if !tracked.is_empty() && sample.tracked.iter().all(|t| t.memory.is_none()) {
+            break "exited";
+        }
+    };
+    sampler.stop();
+    let mut end = Map::new();
+    end.insert("reason".into(), Value::String(reason.into()));
+    writer.end(end)?;
+    eprintln!(
+        "headroom: wrote {written} samples to {} ({reason})",
+        args.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn start_meta(args: &RecordArgs) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("tool".into(), "headroom".into());
+    meta.insert("headroom".into(), env!("CARGO_PKG_VERSION").into());
+    meta.insert("os".into(), std::env::consts::OS.into());
+    meta.insert(
+        "pids".into(),
+        Value::Array(args.pids.iter().map(|&p| p.into()).collect()),
+    );
+    meta
+}
+
+/// A sample line, or `None` when the system read failed (an `error` record covers it).
+fn to_record(sample: &Sample) -> Option<SampleRecord> {
+    let system = sample.system.as_ref()?;
+    let trees: Vec<_> = sample.tracked.iter().filter_map(|t| t.memory).collect();
+    let sum = |f: fn(&headroom_core::process::TreeMemory) -> u64| trees.iter().map(f).sum::<u64>();
+    let has_trees = !trees.is_empty();
+    Some(SampleRecord {
+        t: round_t(sample.since_start),
+        footprint: sum(|m| m.footprint_bytes),
+        swap_used: system.swap_used_bytes,
+        level: (system.free_percent * 100.0).round() / 100.0,
+        swap_total: Some(system.swap_total_bytes),
+        compressed: system.compressed_bytes,
+        pressure: system.pressure.map(|p| p.as_str().to_string()),
+        resident: has_trees.then(|| sum(|m| m.resident_bytes)),
+        process_swap: trees
+            .iter()
+            .filter_map(|m| m.swap_bytes)
+            .reduce(|a, b| a + b),
+        processes: has_trees.then(|| trees.iter().map(|m| m.processes).sum()),
+    })
+}

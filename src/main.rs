@@ -1,0 +1,38 @@
+//! `headroom`: does this job really fit in memory?
+//!
+//! The command-line tool beside the menu-bar app. It judges memory by swap growth and system
+//! free memory, not by a process's footprint. See `headroom --help`.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    init_logging(args.verbose);
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("headroom: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Logs go to stderr; `HEADROOM_LOG` (e.g. `debug`) or `-v` raise the level.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HEADROOM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
