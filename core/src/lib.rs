@@ -3,14 +3,16 @@
 //! Headroom judges whether a job fits in memory by **swap growth and system free memory**, not
 //! by the process footprint, which drops when pages are compressed or swapped out. This crate
 //! holds the OS boundary ([`counters`]), process identity and trees ([`process`]), the one
-//! sampling loop ([`sampler`]), in-memory history ([`history`]), JSONL traces ([`trace`]) and
-//! unit parsing/formatting ([`units`]). It has no Tauri and no clap in it.
+//! sampling loop ([`sampler`]), in-memory history ([`history`]), pure guard decisions ([`policy`]), stopping
+//! processes safely ([`guard`]), JSONL traces ([`trace`], [`summary`]) and units ([`units`]). It has no Tauri and no clap in it.
 
 pub mod counters;
 pub mod error;
 pub mod history;
+pub mod policy;
 pub mod process;
 pub mod sampler;
+pub mod summary;
 pub mod trace;
 pub mod units;
 

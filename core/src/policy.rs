@@ -1,0 +1,479 @@
+//! Pure decisions: when a guarded job may start, when it must be stopped, its verdict, and
+//! which notification events it produces (with hysteresis).
+//!
+//! Nothing here reads the clock or the OS: callers feed observations (`t` since the job's
+//! start, swap, free %, footprint) and act on what comes back, so every rule is table-tested
+//! with recorded samples, including real macOS traces (`tests/fixtures/macos-traces`).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{format_bytes, format_delta_bytes, format_duration};
+
+/// The budget a guarded job runs under (`headroom guard` flags and their defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardConfig {
+    /// Wait until free memory is at least this, percent (`--wait-free`, 40).
+    pub wait_free_percent: f64,
+    /// Stop when swap grows more than this over its level at the start (`--swap-budget`, 8G).
+    pub swap_budget_bytes: u64,
+    /// Stop when swap in use passes this absolute amount (`--swap-limit`).
+    pub swap_limit_bytes: Option<u64>,
+    /// Stop when free memory stays below this for two consecutive samples (`--kill-free`, 10).
+    pub kill_free_percent: f64,
+    /// With busy patterns: how long none may have matched before starting (`--quiet-for`, 1m).
+    pub quiet_for: Duration,
+    /// Give up waiting for room after this long (`--start-timeout`, 30m).
+    pub start_timeout: Duration,
+    /// Swap growth up to this still "fits" (64 MiB).
+    pub fits_tolerance_bytes: u64,
+    /// A notification each time swap growth passes another multiple of this (512 MiB).
+    pub notify_step_bytes: u64,
+    /// At most one swap-growth notification per job in this time (1 min).
+    pub notify_min_interval: Duration,
+    /// Look-ahead for the growth projection: stop when swap, growing at its current rate,
+    /// would pass the budget within this time (the poll interval: before the next check).
+    pub lookahead: Duration,
+}
+
+/// Samples in a row below `kill_free_percent` that stop a job.
+pub const LOW_FREE_STRIKES: u32 = 2;
+/// Fraction of the swap budget at which a warning is sent.
+pub const WARN_FRACTION: f64 = 0.8;
+/// The warning re-arms only after growth falls back under this fraction of the budget.
+pub const WARN_REARM_FRACTION: f64 = 0.6;
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            wait_free_percent: 40.0,
+            swap_budget_bytes: 8 << 30,
+            swap_limit_bytes: None,
+            kill_free_percent: 10.0,
+            quiet_for: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(30 * 60),
+            fits_tolerance_bytes: 64 << 20,
+            notify_step_bytes: 512 << 20,
+            notify_min_interval: Duration::from_secs(60),
+            lookahead: Duration::from_millis(500),
+        }
+    }
+}
+
+/// One observation of the system (and the job, once running).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Observation {
+    /// Time since waiting (start gate) or running (stop rules) began.
+    pub t: Duration,
+    /// System swap in use.
+    pub swap_used_bytes: u64,
+    /// System free memory, percent.
+    pub free_percent: f64,
+    /// Footprint of the job's process tree, if known.
+    pub footprint_bytes: Option<u64>,
+}
+
+/// Why a job is not started yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WaitReason {
+    /// Free memory below `--wait-free`.
+    LowFree {
+        /// Free now, percent.
+        free_percent: f64,
+        /// Needed, percent.
+        need_percent: f64,
+    },
+    /// Swap in use plus the budget would pass `--swap-limit`.
+    SwapLimit {
+        /// Swap in use, bytes.
+        used_bytes: u64,
+        /// The budget, bytes.
+        budget_bytes: u64,
+        /// The limit, bytes.
+        limit_bytes: u64,
+    },
+    /// A `--busy` process is running, or ran less than `--quiet-for` ago.
+    Busy {
+        /// The busy command line last seen.
+        command: String,
+        /// How long it still has to stay quiet.
+        quiet_left: Duration,
+    },
+}
+
+impl std::fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitReason::LowFree {
+                free_percent,
+                need_percent,
+            } => write!(
+                f,
+                "free memory {free_percent:.0}% < {need_percent:.0}% needed"
+            ),
+            WaitReason::SwapLimit {
+                used_bytes,
+                budget_bytes,
+                limit_bytes,
+            } => write!(
+                f,
+                "swap {} + budget {} > limit {}",
+                format_bytes(*used_bytes),
+                format_bytes(*budget_bytes),
+                format_bytes(*limit_bytes)
+            ),
+            WaitReason::Busy {
+                command,
+                quiet_left,
+            } => write!(
+                f,
+                "busy: {command} (quiet for {} more)",
+                format_duration(*quiet_left)
+            ),
+        }
+    }
+}
+
+/// What the start gate says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StartDecision {
+    /// There is room: start now.
+    Go,
+    /// Not yet.
+    Wait(WaitReason),
+    /// `--start-timeout` passed without room.
+    GiveUp(WaitReason),
+}
+
+/// The start gate: free memory and busy processes, over time.
+#[derive(Debug, Clone, Default)]
+pub struct StartGate {
+    last_busy: Option<(Duration, String)>,
+}
+
+impl StartGate {
+    /// Decides from one observation and the busy command line seen now (if any). Without any
+    /// busy process seen since waiting began the job may start at once; once one was seen,
+    /// none may be seen for `quiet_for`.
+    pub fn decide(
+        &mut self,
+        cfg: &GuardConfig,
+        obs: &Observation,
+        busy_now: Option<&str>,
+    ) -> StartDecision {
+        if let Some(command) = busy_now {
+            self.last_busy = Some((obs.t, command.to_string()));
+        }
+        let over_limit = cfg
+            .swap_limit_bytes
+            .filter(|&limit| obs.swap_used_bytes.saturating_add(cfg.swap_budget_bytes) > limit);
+        let reason = if obs.free_percent < cfg.wait_free_percent {
+            Some(WaitReason::LowFree {
+                free_percent: obs.free_percent,
+                need_percent: cfg.wait_free_percent,
+            })
+        } else if let Some(limit_bytes) = over_limit {
+            Some(WaitReason::SwapLimit {
+                used_bytes: obs.swap_used_bytes,
+                budget_bytes: cfg.swap_budget_bytes,
+                limit_bytes,
+            })
+        } else {
+            self.last_busy.as_ref().and_then(|(at, command)| {
+                let quiet = obs.t.saturating_sub(*at);
+                (busy_now.is_some() || quiet < cfg.quiet_for).then(|| WaitReason::Busy {
+                    command: command.clone(),
+                    quiet_left: cfg.quiet_for.saturating_sub(quiet),
+                })
+            })
+        };
+        match reason {
+            None => StartDecision::Go,
+            Some(r) if obs.t >= cfg.start_timeout => StartDecision::GiveUp(r),
+            Some(r) => StartDecision::Wait(r),
+        }
+    }
+}
+
+/// Why a guard stopped a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopReason {
+    /// Swap grew past the budget.
+    SwapBudget {
+        /// Growth over the start, bytes.
+        growth_bytes: u64,
+        /// The budget, bytes.
+        budget_bytes: u64,
+    },
+    /// Swap was growing so fast that it would pass the budget before the next check.
+    SwapBudgetProjected {
+        /// Growth over the start, bytes.
+        growth_bytes: u64,
+        /// Growth rate, bytes per second.
+        rate_bytes_per_second: u64,
+        /// The budget, bytes.
+        budget_bytes: u64,
+    },
+    /// Swap in use passed the absolute limit.
+    SwapLimit {
+        /// Swap in use, bytes.
+        used_bytes: u64,
+        /// The limit, bytes.
+        limit_bytes: u64,
+    },
+    /// Free memory stayed under the floor.
+    LowFree {
+        /// Free memory, percent.
+        free_percent: f64,
+        /// The floor, percent.
+        floor_percent: f64,
+    },
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::SwapBudget {
+                growth_bytes,
+                budget_bytes,
+            } => write!(
+                f,
+                "swap grew {} (budget {})",
+                format_bytes(*growth_bytes),
+                format_bytes(*budget_bytes)
+            ),
+            StopReason::SwapBudgetProjected {
+                growth_bytes,
+                rate_bytes_per_second,
+                budget_bytes,
+            } => write!(
+                f,
+                "swap grew {} at {}/s and would pass the budget {} before the next check",
+                format_bytes(*growth_bytes),
+                format_bytes(*rate_bytes_per_second),
+                format_bytes(*budget_bytes)
+            ),
+            StopReason::SwapLimit {
+                used_bytes,
+                limit_bytes,
+            } => write!(
+                f,
+                "swap in use {} passed the limit {}",
+                format_bytes(*used_bytes),
+                format_bytes(*limit_bytes)
+            ),
+            StopReason::LowFree {
+                free_percent,
+                floor_percent,
+            } => write!(
+                f,
+                "free memory {free_percent:.0}% stayed under {floor_percent:.0}%"
+            ),
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EndReason {
+    /// It exited with this code.
+    Exited {
+        /// Exit code.
+        code: i32,
+    },
+    /// A signal ended it (not ours).
+    Signaled {
+        /// Signal number.
+        signal: i32,
+    },
+    /// The guard stopped it.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+    },
+    /// It went away (a watched process we cannot wait for).
+    Vanished,
+    /// The guard itself was interrupted and stopped it.
+    Interrupted {
+        /// The signal the guard received.
+        signal: i32,
+    },
+}
+
+impl std::fmt::Display for EndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndReason::Exited { code } => write!(f, "exited with code {code}"),
+            EndReason::Signaled { signal } => write!(f, "killed by signal {signal}"),
+            EndReason::Stopped { reason } => write!(f, "stopped by the guard: {reason}"),
+            EndReason::Vanished => write!(f, "ended"),
+            EndReason::Interrupted { signal } => write!(f, "stopped on signal {signal}"),
+        }
+    }
+}
+
+/// The verdict on a finished job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// True when swap did not grow beyond the tolerance.
+    pub fits: bool,
+    /// Peak swap in use minus swap in use at the start.
+    pub swap_growth_bytes: u64,
+    /// Swap in use at the start.
+    pub swap_start_bytes: u64,
+    /// Peak footprint of the job's tree, if it was measured.
+    pub peak_footprint_bytes: Option<u64>,
+    /// Lowest system free memory seen, percent.
+    pub lowest_free_percent: Option<f64>,
+    /// How long the job ran.
+    pub duration: Duration,
+    /// How it ended.
+    pub ended: EndReason,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.fits {
+            write!(f, "fits")?;
+        } else {
+            write!(f, "doesn't fit")?;
+        }
+        write!(
+            f,
+            ": swap {}",
+            format_delta_bytes(self.swap_growth_bytes as i64)
+        )?;
+        if let Some(p) = self.peak_footprint_bytes {
+            write!(f, ", peak footprint {}", format_bytes(p))?;
+        }
+        if let Some(l) = self.lowest_free_percent {
+            write!(f, ", lowest free {l:.0}%")?;
+        }
+        write!(f, ", {}, {}", format_duration(self.duration), self.ended)
+    }
+}
+
+/// Running state of a guarded or watched job: the stop rules and the verdict's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobState {
+    swap_start_bytes: u64,
+    swap_peak_bytes: u64,
+    peak_footprint_bytes: Option<u64>,
+    lowest_free_percent: Option<f64>,
+    low_free_strikes: u32,
+    last_t: Duration,
+    /// The previous observation's time and swap, for the growth rate.
+    prev: Option<(Duration, u64)>,
+}
+
+impl JobState {
+    /// A job starting with `swap_start_bytes` of swap in use.
+    pub fn new(swap_start_bytes: u64) -> Self {
+        JobState {
+            swap_start_bytes,
+            swap_peak_bytes: swap_start_bytes,
+            peak_footprint_bytes: None,
+            lowest_free_percent: None,
+            low_free_strikes: 0,
+            last_t: Duration::ZERO,
+            prev: None,
+        }
+    }
+
+    /// Swap growth now: current swap minus the start (0 if it shrank).
+    pub fn growth_bytes(&self, obs: &Observation) -> u64 {
+        obs.swap_used_bytes.saturating_sub(self.swap_start_bytes)
+    }
+
+    /// Peak growth so far.
+    pub fn peak_growth_bytes(&self) -> u64 {
+        self.swap_peak_bytes.saturating_sub(self.swap_start_bytes)
+    }
+
+    /// Records an observation; with a config (a guard), says whether to stop the job now.
+    pub fn observe(&mut self, cfg: Option<&GuardConfig>, obs: &Observation) -> Option<StopReason> {
+        self.swap_peak_bytes = self.swap_peak_bytes.max(obs.swap_used_bytes);
+        if let Some(f) = obs.footprint_bytes {
+            self.peak_footprint_bytes = Some(self.peak_footprint_bytes.map_or(f, |p| p.max(f)));
+        }
+        self.lowest_free_percent = Some(
+            self.lowest_free_percent
+                .map_or(obs.free_percent, |l| l.min(obs.free_percent)),
+        );
+        self.last_t = self.last_t.max(obs.t);
+        let rate = self.swap_rate(obs);
+        self.prev = Some((obs.t, obs.swap_used_bytes));
+        let cfg = cfg?;
+        let growth = self.growth_bytes(obs);
+        if growth > cfg.swap_budget_bytes {
+            return Some(StopReason::SwapBudget {
+                growth_bytes: growth,
+                budget_bytes: cfg.swap_budget_bytes,
+            });
+        }
+        let projected = growth as f64 + rate * cfg.lookahead.as_secs_f64();
+        if projected > cfg.swap_budget_bytes as f64 {
+            return Some(StopReason::SwapBudgetProjected {
+                growth_bytes: growth,
+                rate_bytes_per_second: rate as u64,
+                budget_bytes: cfg.swap_budget_bytes,
+            });
+        }
+        if let Some(limit) = cfg.swap_limit_bytes {
+            if obs.swap_used_bytes > limit {
+                return Some(StopReason::SwapLimit {
+                    used_bytes: obs.swap_used_bytes,
+                    limit_bytes: limit,
+                });
+            }
+        }
+        if obs.free_percent < cfg.kill_free_percent {
+            self.low_free_strikes += 1;
+            if self.low_free_strikes >= LOW_FREE_STRIKES {
+                return Some(StopReason::LowFree {
+                    free_percent: obs.free_percent,
+                    floor_percent: cfg.kill_free_percent,
+                });
+            }
+        } else {
+            self.low_free_strikes = 0;
+        }
+        None
+    }
+
+    /// Swap growth rate since the previous observation, bytes per second (0 when shrinking).
+    fn swap_rate(&self, obs: &Observation) -> f64 {
+        match self.prev {
+            Some((t, swap)) if obs.t > t => {
+                obs.swap_used_bytes.saturating_sub(swap) as f64 / (obs.t - t).as_secs_f64()
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// The verdict, once the job has ended.
+    pub fn verdict(&self, fits_tolerance_bytes: u64, ended: EndReason) -> Verdict {
+        let growth = self.peak_growth_bytes();
+        Verdict {
+            fits: growth <= fits_tolerance_bytes && !matches!(ended, EndReason::Stopped { .. }),
+            swap_growth_bytes: growth,
+            swap_start_bytes: self.swap_start_bytes,
+            peak_footprint_bytes: self.peak_footprint_bytes,
+            lowest_free_percent: self.lowest_free_percent,
+            duration: self.last_t,
+            ended,
+        }
+    }
+}
+
+#[path = "policy_events.rs"]
+mod events;
+pub use events::{EventGate, JobEvent};
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

@@ -1,0 +1,83 @@
+//! Notification events of a job, with hysteresis: swap grew past another step (at most one
+//! a minute), a warning at 80 % of the budget (once, re-armed only after growth falls back
+//! under 60 %), stopped, finished. A value hovering at a threshold yields one event, not a
+//! stream.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{GuardConfig, Observation, StopReason, Verdict, WARN_FRACTION, WARN_REARM_FRACTION};
+
+/// Something worth telling the user about a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum JobEvent {
+    /// Swap grew by `growth_bytes` since the job started (past step `step`).
+    SwapGrew {
+        /// Growth over the start, bytes.
+        growth_bytes: u64,
+        /// Which multiple of the step was passed.
+        step: u64,
+    },
+    /// A guard is close to stopping the job.
+    Warning {
+        /// Growth over the start, bytes.
+        growth_bytes: u64,
+        /// The budget, bytes.
+        budget_bytes: u64,
+    },
+    /// The guard stopped the job.
+    Stopped {
+        /// Why.
+        reason: StopReason,
+    },
+    /// The job ended.
+    Finished {
+        /// The verdict.
+        verdict: Verdict,
+    },
+}
+
+/// Decides which events an observation produces.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventGate {
+    steps_reported: u64,
+    last_growth_event: Option<Duration>,
+    warned: bool,
+}
+
+impl EventGate {
+    /// Events for one observation; `guarded` enables the budget warning.
+    pub fn observe(
+        &mut self,
+        cfg: &GuardConfig,
+        guarded: bool,
+        growth_bytes: u64,
+        obs: &Observation,
+    ) -> Vec<JobEvent> {
+        let mut events = Vec::new();
+        let step = growth_bytes / cfg.notify_step_bytes.max(1);
+        let rate_ok = self
+            .last_growth_event
+            .is_none_or(|at| obs.t.saturating_sub(at) >= cfg.notify_min_interval);
+        if step > self.steps_reported && rate_ok {
+            self.steps_reported = step;
+            self.last_growth_event = Some(obs.t);
+            events.push(JobEvent::SwapGrew { growth_bytes, step });
+        }
+        if guarded && cfg.swap_budget_bytes > 0 {
+            let fraction = growth_bytes as f64 / cfg.swap_budget_bytes as f64;
+            if !self.warned && fraction >= WARN_FRACTION {
+                self.warned = true;
+                events.push(JobEvent::Warning {
+                    growth_bytes,
+                    budget_bytes: cfg.swap_budget_bytes,
+                });
+            } else if self.warned && fraction < WARN_REARM_FRACTION {
+                self.warned = false;
+            }
+        }
+        events
+    }
+}

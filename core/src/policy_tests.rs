@@ -1,0 +1,270 @@
+//! Table tests of the pure policy: start gate, stop rules, verdicts and event hysteresis.
+
+use super::*;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+fn obs(t_ms: u64, swap: u64, free: f64) -> Observation {
+    Observation {
+        t: Duration::from_millis(t_ms),
+        swap_used_bytes: swap,
+        free_percent: free,
+        footprint_bytes: None,
+    }
+}
+
+#[test]
+fn start_gate_table() {
+    let cfg = GuardConfig::default();
+    // (t ms, free %, busy command, expected) in sequence on one gate.
+    type Step = (u64, f64, Option<&'static str>, &'static str);
+    let steps: &[Step] = &[
+        (0, 30.0, None, "wait:low"),
+        (500, 39.9, None, "wait:low"),
+        (1000, 40.0, Some("python train.py"), "wait:busy"),
+        (30_000, 80.0, None, "wait:busy"),
+        (61_000, 80.0, None, "go"),
+    ];
+    let mut gate = StartGate::default();
+    for (t, free, busy, want) in steps {
+        let got = match gate.decide(&cfg, &obs(*t, 0, *free), *busy) {
+            StartDecision::Go => "go",
+            StartDecision::Wait(WaitReason::LowFree { .. }) => "wait:low",
+            StartDecision::Wait(WaitReason::Busy { .. }) => "wait:busy",
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, *want, "at {t} ms");
+    }
+}
+
+#[test]
+fn start_gate_goes_at_once_without_busy_and_gives_up_at_timeout() {
+    let cfg = GuardConfig {
+        start_timeout: Duration::from_secs(2),
+        ..GuardConfig::default()
+    };
+    assert_eq!(
+        StartGate::default().decide(&cfg, &obs(0, 0, 41.0), None),
+        StartDecision::Go
+    );
+    let mut gate = StartGate::default();
+    assert!(matches!(
+        gate.decide(&cfg, &obs(1999, 0, 5.0), None),
+        StartDecision::Wait(_)
+    ));
+    let d = gate.decide(&cfg, &obs(2000, 0, 5.0), None);
+    assert!(
+        matches!(d, StartDecision::GiveUp(WaitReason::LowFree { .. })),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn start_gate_waits_while_swap_plus_budget_passes_the_limit() {
+    let cfg = GuardConfig {
+        swap_budget_bytes: 2 * GIB,
+        swap_limit_bytes: Some(10 * GIB),
+        ..GuardConfig::default()
+    };
+    let mut gate = StartGate::default();
+    let d = gate.decide(&cfg, &obs(0, 9 * GIB, 90.0), None);
+    assert!(
+        matches!(d, StartDecision::Wait(WaitReason::SwapLimit { .. })),
+        "{d:?}"
+    );
+    assert_eq!(
+        gate.decide(&cfg, &obs(500, 8 * GIB, 90.0), None),
+        StartDecision::Go
+    );
+}
+
+#[test]
+fn stop_rules_table() {
+    let cfg = GuardConfig {
+        swap_budget_bytes: 100 * MIB,
+        swap_limit_bytes: Some(5 * GIB),
+        lookahead: Duration::ZERO,
+        ..GuardConfig::default()
+    };
+    // Each case: swap at start, then a sequence of (swap, free); index of the stopping
+    // observation and the reason kind.
+    type Case = (u64, &'static [(u64, f64)], Option<(usize, &'static str)>);
+    let cases: &[Case] = &[
+        (GIB, &[(GIB, 50.0), (GIB + 100 * MIB, 50.0)], None),
+        (
+            GIB,
+            &[(GIB, 50.0), (GIB + 100 * MIB + 1, 50.0)],
+            Some((1, "budget")),
+        ),
+        (GIB, &[(GIB - 50 * MIB, 50.0), (GIB + 99 * MIB, 50.0)], None),
+        (4 * GIB, &[(5 * GIB + 1, 50.0)], Some((0, "budget"))),
+        (
+            4 * GIB + 950 * MIB,
+            &[(5 * GIB + 1, 50.0)],
+            Some((0, "limit")),
+        ),
+        (0, &[(0, 9.0), (0, 50.0), (0, 9.0), (0, 12.0)], None),
+        (0, &[(0, 9.0), (0, 9.9)], Some((1, "low"))),
+        (0, &[(0, 10.0), (0, 10.0), (0, 10.0)], None),
+    ];
+    for (i, (start, seq, want)) in cases.iter().enumerate() {
+        let mut job = JobState::new(*start);
+        let mut got = None;
+        for (k, (swap, free)) in seq.iter().enumerate() {
+            if let Some(r) = job.observe(Some(&cfg), &obs(k as u64 * 500, *swap, *free)) {
+                let kind = match r {
+                    StopReason::SwapBudget { .. } => "budget",
+                    StopReason::SwapBudgetProjected { .. } => "projected",
+                    StopReason::SwapLimit { .. } => "limit",
+                    StopReason::LowFree { .. } => "low",
+                };
+                got = Some((k, kind));
+                break;
+            }
+        }
+        assert_eq!(got, *want, "case {i}");
+    }
+}
+
+#[test]
+fn fast_growth_stops_before_passing_the_budget() {
+    let cfg = GuardConfig {
+        swap_budget_bytes: GIB,
+        ..GuardConfig::default()
+    };
+    let mut job = JobState::new(0);
+    assert_eq!(job.observe(Some(&cfg), &obs(0, 0, 50.0)), None);
+    assert_eq!(job.observe(Some(&cfg), &obs(500, 300 * MIB, 50.0)), None);
+    // 700 MiB growth at 800 MiB/s: 0.5 s more would pass 1 GiB.
+    let r = job.observe(Some(&cfg), &obs(1000, 700 * MIB, 50.0));
+    assert!(
+        matches!(r, Some(StopReason::SwapBudgetProjected { .. })),
+        "{r:?}"
+    );
+    // Watch mode (no config) never stops.
+    let mut watch = JobState::new(0);
+    assert_eq!(watch.observe(None, &obs(0, 100 * GIB, 1.0)), None);
+}
+
+#[test]
+fn verdicts() {
+    let mut job = JobState::new(GIB);
+    for (t, swap, free, fp) in [
+        (0, GIB, 60.0, 1),
+        (500, GIB + 64 * MIB, 40.0, 5),
+        (900, GIB, 45.0, 3),
+    ] {
+        job.observe(
+            None,
+            &Observation {
+                footprint_bytes: Some(fp * GIB),
+                ..obs(t, swap, free)
+            },
+        );
+    }
+    let v = job.verdict(64 * MIB, EndReason::Exited { code: 0 });
+    assert!(v.fits);
+    assert_eq!(v.swap_growth_bytes, 64 * MIB);
+    assert_eq!(v.peak_footprint_bytes, Some(5 * GIB));
+    assert_eq!(v.lowest_free_percent, Some(40.0));
+    assert_eq!(v.duration, Duration::from_millis(900));
+    assert_eq!(
+        v.to_string(),
+        "fits: swap +64 MB, peak footprint 5.0 GB, lowest free 40%, 900 ms, exited with code 0"
+    );
+    let v = job.verdict(63 * MIB, EndReason::Exited { code: 1 });
+    assert!(!v.fits);
+    assert!(v.to_string().starts_with("doesn't fit: swap +64 MB"));
+    let stopped = job.verdict(
+        GIB,
+        EndReason::Stopped {
+            reason: StopReason::LowFree {
+                free_percent: 5.0,
+                floor_percent: 10.0,
+            },
+        },
+    );
+    assert!(!stopped.fits, "a stopped job does not fit");
+}
+
+#[test]
+fn growth_events_have_hysteresis() {
+    let cfg = GuardConfig {
+        swap_budget_bytes: 2 * GIB,
+        ..GuardConfig::default()
+    };
+    let mut gate = EventGate::default();
+    let mut count = |gate: &mut EventGate, t_s: u64, growth: u64| {
+        gate.observe(&cfg, true, growth, &obs(t_s * 1000, growth, 50.0))
+    };
+    assert!(count(&mut gate, 0, 100 * MIB).is_empty());
+    let e = count(&mut gate, 1, 600 * MIB);
+    assert!(
+        matches!(e.as_slice(), [JobEvent::SwapGrew { step: 1, .. }]),
+        "{e:?}"
+    );
+    // Hovering around the 512 MiB step: nothing more.
+    for t in 2..100 {
+        let growth = if t % 2 == 0 { 500 * MIB } else { 530 * MIB };
+        assert!(count(&mut gate, t, growth).is_empty(), "t={t}");
+    }
+    // Next step, but within a minute of the last event: held back...
+    let mut gate2 = EventGate::default();
+    assert_eq!(count(&mut gate2, 0, 600 * MIB).len(), 1);
+    assert!(count(&mut gate2, 30, 1100 * MIB).is_empty());
+    // ...and sent once the minute has passed, with the current growth.
+    let e = count(&mut gate2, 61, 1200 * MIB);
+    assert!(
+        matches!(e.as_slice(), [JobEvent::SwapGrew { step: 2, .. }]),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn budget_warning_once_until_rearmed() {
+    let cfg = GuardConfig {
+        swap_budget_bytes: 1000 * MIB,
+        notify_step_bytes: 100 * GIB,
+        ..GuardConfig::default()
+    };
+    let mut gate = EventGate::default();
+    let mut warns = 0;
+    for (t, growth) in [
+        (0, 790),
+        (1, 800),
+        (2, 790),
+        (3, 810),
+        (4, 700),
+        (5, 850),
+        (6, 590),
+        (7, 820),
+    ] {
+        let ev = gate.observe(&cfg, true, growth * MIB, &obs(t * 1000, 0, 50.0));
+        warns += ev
+            .iter()
+            .filter(|e| matches!(e, JobEvent::Warning { .. }))
+            .count();
+    }
+    // Warned at 800, re-armed only by falling under 600 (590), warned again at 820.
+    assert_eq!(warns, 2);
+    // Watch (not guarded): no warnings.
+    let mut watch = EventGate::default();
+    assert!(watch
+        .observe(&cfg, false, 990 * MIB, &obs(0, 0, 50.0))
+        .is_empty());
+}
+
+#[test]
+fn reasons_read_well() {
+    let r = StopReason::SwapBudget {
+        growth_bytes: 7 * GIB / 2,
+        budget_bytes: 3 * GIB,
+    };
+    assert_eq!(r.to_string(), "swap grew 3.5 GB (budget 3.0 GB)");
+    let w = WaitReason::LowFree {
+        free_percent: 22.4,
+        need_percent: 40.0,
+    };
+    assert_eq!(w.to_string(), "free memory 22% < 40% needed");
+}

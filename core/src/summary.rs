@@ -1,0 +1,199 @@
+//! Trace summaries and replays: the figures stageload publishes, and what the guard policy
+//! would have done over a recorded trace.
+//!
+//! Samples are ordered by `t`, not file position (a meter thread and the pipeline write
+//! concurrently). The samples before the first stage event belong to `setup`. A stage's own
+//! window starts after the `release` events that entering it set off (releases tagged with the
+//! stage, after its `stage` event and before its first load or the next stage): until they
+//! finish, memory still belongs to the stage before. This rule reproduces the published
+//! per-stage peaks of every fixture trace.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::policy::{EndReason, GuardConfig, JobState, Observation, StopReason, Verdict};
+use crate::trace::{SampleRecord, Trace};
+
+/// Name of the implicit stage before the first `stage` event.
+pub const FIRST_STAGE: &str = "setup";
+
+/// Peak footprint of one stage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StagePeak {
+    /// Stage name.
+    pub stage: String,
+    /// Peak footprint in the stage's window; `None` when no sample fell in it.
+    pub peak_footprint_bytes: Option<u64>,
+}
+
+/// The published figures of one trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub samples: usize,
+    /// Highest footprint.
+    pub peak_footprint_bytes: u64,
+    /// Swap in use at the first sample.
+    pub swap_start_bytes: u64,
+    /// Highest swap in use.
+    pub swap_peak_bytes: u64,
+    /// Swap in use at the last sample.
+    pub swap_end_bytes: u64,
+    /// Peak minus start.
+    pub swap_rise_bytes: u64,
+    /// Lowest free memory, percent.
+    pub lowest_level_percent: f64,
+    /// `t` of the last sample, seconds.
+    pub duration_seconds: f64,
+    /// Per-stage peaks, in the order stages began (empty without stage events).
+    pub stages: Vec<StagePeak>,
+    /// Read errors recorded in the trace.
+    pub errors: usize,
+    /// Whether the trace has its `end` record.
+    pub ended: bool,
+    /// Whether a half-written last line was dropped.
+    pub truncated: bool,
+}
+
+fn sorted_samples(trace: &Trace) -> Vec<&SampleRecord> {
+    let mut samples: Vec<&SampleRecord> = trace.samples.iter().collect();
+    samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+    samples
+}
+
+/// Stage windows `(name, start t)`, in order, with the release rule applied.
+pub fn stage_windows(trace: &Trace) -> Vec<(String, f64)> {
+    let stages: Vec<_> = trace.events.iter().filter(|e| e.kind == "stage").collect();
+    let mut windows = vec![(FIRST_STAGE.to_string(), f64::NEG_INFINITY)];
+    for (i, ev) in stages.iter().enumerate() {
+        let Some(name) = ev.stage.clone() else {
+            continue;
+        };
+        let next = stages.get(i + 1).map_or(f64::INFINITY, |n| n.t);
+        let in_stage = |kinds: &[&str]| {
+            trace
+                .events
+                .iter()
+                .filter(|e| kinds.contains(&e.kind.as_str()))
+                .filter(|e| e.stage.as_deref() == Some(name.as_str()) && e.t >= ev.t)
+                .map(|e| e.t)
+                .collect::<Vec<f64>>()
+        };
+        let first_load = in_stage(&["load", "reload"])
+            .into_iter()
+            .fold(next, f64::min);
+        let start = in_stage(&["release"])
+            .into_iter()
+            .filter(|&t| t <= first_load)
+            .fold(ev.t, f64::max);
+        windows.push((name, start));
+    }
+    windows
+}
+
+/// Summarises a trace; `None` when it has no samples.
+pub fn summarize(trace: &Trace) -> Option<Summary> {
+    let samples = sorted_samples(trace);
+    let first = samples.first()?;
+    let last = samples.last()?;
+    let swap_peak = samples.iter().map(|s| s.swap_used).max().unwrap_or(0);
+    let has_stage_events = trace.events.iter().any(|e| e.kind == "stage");
+    let mut stages: Vec<StagePeak> = Vec::new();
+    if has_stage_events {
+        let windows = stage_windows(trace);
+        for (i, (name, start)) in windows.iter().enumerate() {
+            let end = windows.get(i + 1).map_or(f64::INFINITY, |w| w.1);
+            let peak = samples
+                .iter()
+                .filter(|s| s.t >= *start && s.t < end)
+                .map(|s| s.footprint)
+                .max();
+            match stages.iter_mut().find(|p| &p.stage == name) {
+                Some(existing) => {
+                    existing.peak_footprint_bytes = existing.peak_footprint_bytes.max(peak)
+                }
+                None => stages.push(StagePeak {
+                    stage: name.clone(),
+                    peak_footprint_bytes: peak,
+                }),
+            }
+        }
+    }
+    Some(Summary {
+        samples: samples.len(),
+        peak_footprint_bytes: samples.iter().map(|s| s.footprint).max().unwrap_or(0),
+        swap_start_bytes: first.swap_used,
+        swap_peak_bytes: swap_peak,
+        swap_end_bytes: last.swap_used,
+        swap_rise_bytes: swap_peak.saturating_sub(first.swap_used),
+        lowest_level_percent: samples
+            .iter()
+            .map(|s| s.level)
+            .fold(f64::INFINITY, f64::min),
+        duration_seconds: last.t,
+        stages,
+        errors: trace.errors.len(),
+        ended: trace.ended,
+        truncated: trace.truncated,
+    })
+}
+
+/// What the guard policy would have done over a trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Replay {
+    /// When it would have stopped the job (`t` seconds), and why; `None` if never.
+    pub stopped_at_seconds: Option<f64>,
+    /// The stop reason.
+    pub reason: Option<StopReason>,
+    /// The stage running at that moment.
+    pub stage: Option<String>,
+    /// The verdict over the samples up to the stop (or all of them).
+    pub verdict: Verdict,
+}
+
+/// Runs the guard's stop rules over a trace's samples, in time order.
+pub fn replay(trace: &Trace, cfg: &GuardConfig) -> Option<Replay> {
+    let samples = sorted_samples(trace);
+    let first = samples.first()?;
+    let windows = stage_windows(trace);
+    let has_stages = windows.len() > 1;
+    let mut job = JobState::new(first.swap_used);
+    for s in &samples {
+        let obs = Observation {
+            t: Duration::from_secs_f64(s.t.max(0.0)),
+            swap_used_bytes: s.swap_used,
+            free_percent: s.level,
+            footprint_bytes: Some(s.footprint),
+        };
+        if let Some(reason) = job.observe(Some(cfg), &obs) {
+            let stage = has_stages
+                .then(|| {
+                    windows
+                        .iter()
+                        .rev()
+                        .find(|w| w.1 <= s.t)
+                        .map(|w| w.0.clone())
+                })
+                .flatten();
+            let verdict = job.verdict(
+                cfg.fits_tolerance_bytes,
+                EndReason::Stopped {
+                    reason: reason.clone(),
+                },
+            );
+            return Some(Replay {
+                stopped_at_seconds: Some(s.t),
+                reason: Some(reason),
+                stage,
+                verdict,
+            });
+        }
+    }
+    Some(Replay {
+        stopped_at_seconds: None,
+        reason: None,
+        stage: None,
+        verdict: job.verdict(cfg.fits_tolerance_bytes, EndReason::Vanished),
+    })
+}
