@@ -21,10 +21,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr; `HEADROOM_LOG` (e.g. `debug`) or `-v` raise the level.
+/// Logs go to stderr: errors only by default (the commands print their own lines), `-v`
+/// adds every signal sent and other events, `-vv` debug; `HEADROOM_LOG` overrides.
 fn init_logging(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
+        0 => "error",
         1 => "info",
         _ => "debug",
     };

@@ -6,8 +6,11 @@
 //! sampling loop ([`sampler`]), in-memory history ([`history`]), pure guard decisions ([`policy`]), stopping
 //! processes safely ([`guard`]), JSONL traces ([`trace`], [`summary`]) and units ([`units`]). It has no Tauri and no clap in it.
 
+pub mod chart;
 pub mod counters;
 pub mod error;
+#[cfg(unix)]
+pub mod guard;
 pub mod history;
 pub mod policy;
 pub mod process;

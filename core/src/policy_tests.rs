@@ -195,7 +195,7 @@ fn growth_events_have_hysteresis() {
         ..GuardConfig::default()
     };
     let mut gate = EventGate::default();
-    let mut count = |gate: &mut EventGate, t_s: u64, growth: u64| {
+    let count = |gate: &mut EventGate, t_s: u64, growth: u64| {
         gate.observe(&cfg, true, growth, &obs(t_s * 1000, growth, 50.0))
     };
     assert!(count(&mut gate, 0, 100 * MIB).is_empty());

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::counters::{Counters, FootprintRow, Result, SystemCounters};
 use crate::process::{tree_memory, ProcessIdentity, TreeMemory};
+use crate::trace::{round_t, SampleRecord};
 
 /// Default sampling interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
@@ -48,6 +49,43 @@ pub struct TrackedSample {
     pub identity: ProcessIdentity,
     /// Memory of it and its descendants; `None` once it has exited (or the pid was recycled).
     pub memory: Option<TreeMemory>,
+}
+
+impl Sample {
+    /// This sample as a trace `sample` line (`footprint` = sum over the tracked trees, 0
+    /// without any), or `None` when the system read failed.
+    pub fn to_trace_record(&self) -> Option<SampleRecord> {
+        let system = self.system.as_ref()?;
+        let trees: Vec<&TreeMemory> = self
+            .tracked
+            .iter()
+            .filter_map(|t| t.memory.as_ref())
+            .collect();
+        let has_trees = !trees.is_empty();
+        Some(SampleRecord {
+            t: round_t(self.since_start),
+            footprint: trees.iter().map(|m| m.footprint_bytes).sum(),
+            swap_used: system.swap_used_bytes,
+            level: (system.free_percent * 100.0).round() / 100.0,
+            swap_total: Some(system.swap_total_bytes),
+            compressed: system.compressed_bytes,
+            pressure: system.pressure.map(|p| p.as_str().to_string()),
+            resident: has_trees.then(|| trees.iter().map(|m| m.resident_bytes).sum()),
+            process_swap: trees
+                .iter()
+                .filter_map(|m| m.swap_bytes)
+                .reduce(|a, b| a + b),
+            processes: has_trees.then(|| trees.iter().map(|m| m.processes).sum()),
+        })
+    }
+
+    /// Footprint of the tracked tree `id`, if it is still alive.
+    pub fn footprint_of(&self, id: &ProcessIdentity) -> Option<u64> {
+        self.tracked
+            .iter()
+            .find(|t| t.identity == *id)
+            .and_then(|t| t.memory.map(|m| m.footprint_bytes))
+    }
 }
 
 /// Remembers the last error so each run of failures is reported once.

@@ -3,8 +3,14 @@
 //! Flags are parsed and validated into typed values before anything runs: an invalid value
 //! exits 2 with a message naming the flag (clap's usage error).
 
+mod budget;
+mod guard;
+mod job;
+mod plot;
 mod record;
 mod status;
+mod trace_cmd;
+mod watch;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,6 +40,13 @@ enum Command {
     Status(status::StatusArgs),
     /// Record a memory trace (JSONL, stageload-compatible) until stopped.
     Record(record::RecordArgs),
+    /// Wait for room, run a command, stop it before swap runs away.
+    Guard(guard::GuardArgs),
+    /// Watch a running process: swap growth while it runs, a verdict when it ends.
+    Watch(watch::WatchArgs),
+    /// Summarise, plot or replay a memory trace.
+    #[command(subcommand)]
+    Trace(trace_cmd::TraceCommand),
 }
 
 /// Runs the parsed command; the exit code is the command's.
@@ -41,7 +54,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Status(args) => status::run(&args),
         Command::Record(args) => record::run(&args),
+        Command::Guard(args) => guard::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Trace(cmd) => trace_cmd::run(&cmd),
     }
+}
+
+/// clap value parser for sizes (`8G`, `512M`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    units::parse_bytes(text).map_err(|e| e.to_string())
+}
+
+/// clap value parser for percentages 0–100.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    units::parse_percent(text).map_err(|e| e.to_string())
 }
 
 /// clap value parser for durations (`0.5s`, `1m`).

@@ -10,8 +10,8 @@ use anyhow::Context;
 use clap::Args;
 use headroom_core::counters::Counters;
 use headroom_core::process::ProcessIdentity;
-use headroom_core::sampler::{Sample, Sampler};
-use headroom_core::trace::{round_t, Record, SampleRecord, TraceWriter};
+use headroom_core::sampler::Sampler;
+use headroom_core::trace::{round_t, Record, TraceWriter};
 use serde_json::{Map, Value};
 
 /// Flags of `headroom record`.
@@ -26,14 +26,14 @@ records when a read fails, and an `end` record.
 Recording stops after --duration, on Ctrl-C/SIGTERM, or when every --pid process has exited.")]
 pub struct RecordArgs {
     /// Time between samples (e.g. 0.5s, 250ms, 1s).
-    #[arg(long, default_value = "0.5s", value_parser = super::parse_interval, value_name = "DURATION")]
+    #[arg(long, default_value = "0.5s", allow_hyphen_values = true, value_parser = super::parse_interval, value_name = "DURATION")]
     interval: Duration,
     /// Trace this process and its descendants; repeat for several. `footprint` is the sum of
     /// their footprints. Without --pid, `footprint` is written as 0 (system counters only).
     #[arg(long = "pid", value_name = "PID")]
     pids: Vec<u32>,
     /// Stop after this long (e.g. 3s, 10m). Without it, record until interrupted.
-    #[arg(long, value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
     duration: Option<Duration>,
     /// Where to write the trace (created or truncated).
     #[arg(short, long, value_name = "PATH")]
@@ -85,7 +85,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
                 error: error.clone(),
             })?;
         }
-        if let Some(record) = to_record(&sample) {
+        if let Some(record) = sample.to_trace_record() {
             writer
                 .write(&Record::Sample(record))
                 .with_context(|| format!("writing {}", args.output.display()))?;
@@ -122,27 +122,4 @@ fn start_meta(args: &RecordArgs) -> Map<String, Value> {
         Value::Array(args.pids.iter().map(|&p| p.into()).collect()),
     );
     meta
-}
-
-/// A sample line, or `None` when the system read failed (an `error` record covers it).
-fn to_record(sample: &Sample) -> Option<SampleRecord> {
-    let system = sample.system.as_ref()?;
-    let trees: Vec<_> = sample.tracked.iter().filter_map(|t| t.memory).collect();
-    let sum = |f: fn(&headroom_core::process::TreeMemory) -> u64| trees.iter().map(f).sum::<u64>();
-    let has_trees = !trees.is_empty();
-    Some(SampleRecord {
-        t: round_t(sample.since_start),
-        footprint: sum(|m| m.footprint_bytes),
-        swap_used: system.swap_used_bytes,
-        level: (system.free_percent * 100.0).round() / 100.0,
-        swap_total: Some(system.swap_total_bytes),
-        compressed: system.compressed_bytes,
-        pressure: system.pressure.map(|p| p.as_str().to_string()),
-        resident: has_trees.then(|| sum(|m| m.resident_bytes)),
-        process_swap: trees
-            .iter()
-            .filter_map(|m| m.swap_bytes)
-            .reduce(|a, b| a + b),
-        processes: has_trees.then(|| trees.iter().map(|m| m.processes).sum()),
-    })
 }

@@ -23,6 +23,9 @@ mod macos;
 #[cfg(target_os = "macos")]
 pub use macos::Counters;
 
+#[cfg(unix)]
+pub mod signals;
+
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod unsupported;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -172,6 +175,7 @@ pub struct FootprintRow {
 /// Parses the first `u64` after `key` in a `/proc`-style `Key:   value unit` text.
 ///
 /// Shared by the Linux reader and the fixture tests; pure.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn parse_kv_u64(line: &[u8]) -> Option<u64> {
     let mut value: u64 = 0;
     let mut seen = false;

@@ -1,0 +1,528 @@
+//! Charts of memory traces and history, drawn with plotters.
+//!
+//! [`trace_chart`] plots a recorded trace for reports (SVG or PNG): footprint and swap in use
+//! in GB on the left axis, free % on the right, stage starts as labelled lines, so that "the
+//! footprint stays flat while swap grows" shows at a glance. [`history_chart_svg`] draws the
+//! popover's small history chart (free %, swap, compressed, watched footprint) as an SVG
+//! string in a light or dark palette; missing values break the lines instead of dropping to 0.
+//!
+//! PNG text is rasterised with the bundled DejaVu Sans (`core/assets`, Bitstream Vera license,
+//! no system font libraries); SVG text stays plain `<text>` in `sans-serif`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{register_font, FontStyle};
+
+use crate::history::{Metric, Point};
+use crate::trace::{SampleRecord, Trace};
+
+const GB: f64 = (1u64 << 30) as f64;
+const FAMILY: &str = "sans-serif";
+static DEJAVU_SANS: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Why a chart could not be drawn.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChartError {
+    /// The trace has no sample with a finite time.
+    #[error("the trace has no samples to plot")]
+    EmptyTrace,
+    /// The output path ends neither in `.svg` nor in `.png`.
+    #[error("cannot tell the chart format of {}: use .svg or .png", .0.display())]
+    UnknownFormat(PathBuf),
+    /// The bundled font was rejected.
+    #[error("the bundled font could not be loaded")]
+    Font,
+    /// plotters failed (a PNG that could not be written lands here).
+    #[error("drawing the chart failed: {0}")]
+    Draw(String),
+    /// Writing an SVG file failed.
+    #[error("writing the chart: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for ChartError {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        ChartError::Draw(e.to_string())
+    }
+}
+
+/// Where a chart goes.
+#[derive(Debug)]
+pub enum ChartOutput<'a> {
+    /// SVG text, replacing the string's contents.
+    Svg(&'a mut String),
+    /// A PNG file.
+    Png(&'a Path),
+}
+
+/// The output for `path` by its extension: `.svg` into `svg`, `.png` straight to the file.
+pub fn output_for_path<'a>(
+    path: &'a Path,
+    svg: &'a mut String,
+) -> Result<ChartOutput<'a>, ChartError> {
+    let ext = path.extension().and_then(|e| e.to_str());
+    match ext.map(str::to_ascii_lowercase).as_deref() {
+        Some("svg") => Ok(ChartOutput::Svg(svg)),
+        Some("png") => Ok(ChartOutput::Png(path)),
+        _ => Err(ChartError::UnknownFormat(path.to_path_buf())),
+    }
+}
+
+/// [`trace_chart`] into the file `path`, SVG or PNG by its extension.
+pub fn save_trace_chart(
+    trace: &Trace,
+    stages: &[(String, f64)],
+    opts: &TraceChartOptions,
+    path: &Path,
+) -> Result<(), ChartError> {
+    let mut svg = String::new();
+    let out = output_for_path(path, &mut svg)?;
+    let is_svg = matches!(out, ChartOutput::Svg(_));
+    trace_chart(trace, stages, opts, out)?;
+    if is_svg {
+        std::fs::write(path, svg)?;
+    }
+    Ok(())
+}
+
+/// Registers the bundled font once; plotters needs it to lay out text, for SVG too.
+fn ensure_font() -> Result<(), ChartError> {
+    static OK: OnceLock<bool> = OnceLock::new();
+    let ok = *OK.get_or_init(|| register_font(FAMILY, FontStyle::Normal, DEJAVU_SANS).is_ok());
+    ok.then_some(()).ok_or(ChartError::Font)
+}
+
+/// Colours of one theme; `lines` in [`Metric`] order (free, swap, compressed, footprint).
+struct Palette {
+    background: RGBColor,
+    text: RGBColor,
+    muted: RGBColor,
+    grid: RGBColor,
+    lines: [RGBColor; 4],
+}
+
+const LIGHT: Palette = Palette {
+    background: RGBColor(255, 255, 255),
+    text: RGBColor(29, 29, 31),
+    muted: RGBColor(110, 110, 115),
+    grid: RGBColor(226, 226, 230),
+    lines: [
+        RGBColor(52, 160, 72),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(31, 111, 209),
+    ],
+};
+
+const DARK: Palette = Palette {
+    background: RGBColor(30, 30, 32),
+    text: RGBColor(229, 229, 234),
+    muted: RGBColor(152, 152, 160),
+    grid: RGBColor(62, 62, 68),
+    lines: [
+        RGBColor(76, 217, 100),
+        RGBColor(255, 105, 97),
+        RGBColor(201, 150, 255),
+        RGBColor(100, 168, 255),
+    ],
+};
+
+impl Palette {
+    fn line(&self, metric: Metric) -> RGBColor {
+        self.lines[metric as usize]
+    }
+}
+
+/// A text style of `px` pixels (plotters' sizes are 1.24 × the em size).
+fn font(px: f64, color: RGBColor) -> TextStyle<'static> {
+    let style = TextStyle::from((FAMILY, px * 1.24).into_font());
+    TextStyle {
+        color: color.to_backend_color(),
+        ..style
+    }
+}
+
+/// Draws legend entries (label, colour, dashed) left to right from `x`, centred in `area`.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    items: &[(String, RGBColor, bool)],
+    mut x: i32,
+    px: f64,
+    text: RGBColor,
+) -> Result<(), ChartError> {
+    let y = i32::try_from(area.dim_in_pixel().1 / 2).unwrap_or(0);
+    let (swatch, gap) = ((px * 2.2) as i32, (px * 0.4) as i32);
+    let style = font(px, text).pos(Pos::new(HPos::Left, VPos::Center));
+    for (label, color, dashed) in items {
+        let (line, shape) = (
+            [(x, y), (x + swatch, y)],
+            color.stroke_width(2.max(px as u32 / 6)),
+        );
+        if *dashed {
+            area.draw(&DashedPathElement::new(line, gap * 2, gap, shape))?;
+        } else {
+            area.draw(&PathElement::new(line, shape))?;
+        }
+        area.draw(&Text::new(
+            label.as_str(),
+            (x + swatch + gap, y),
+            style.clone(),
+        ))?;
+        let width = area.estimate_text_size(label, &style)?.0;
+        x += swatch + gap + i32::try_from(width).unwrap_or(0) + (px * 1.6) as i32;
+    }
+    Ok(())
+}
+
+/// Size and title of a trace chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceChartOptions {
+    /// Chart title.
+    pub title: String,
+    /// Width, pixels.
+    pub width: u32,
+    /// Height, pixels.
+    pub height: u32,
+}
+
+impl Default for TraceChartOptions {
+    fn default() -> Self {
+        let title = "Memory trace".to_string();
+        TraceChartOptions {
+            title,
+            width: 1200,
+            height: 700,
+        }
+    }
+}
+
+/// Plots a trace: footprint and swap in use (GB, left axis), free % (right axis), and stage
+/// starts (`stages` as from [`crate::summary::stage_windows`]; non-finite times are skipped).
+/// Samples are sorted by time first. An empty trace is [`ChartError::EmptyTrace`].
+pub fn trace_chart(
+    trace: &Trace,
+    stages: &[(String, f64)],
+    opts: &TraceChartOptions,
+    out: ChartOutput<'_>,
+) -> Result<(), ChartError> {
+    let mut samples: Vec<&SampleRecord> =
+        trace.samples.iter().filter(|s| s.t.is_finite()).collect();
+    if samples.is_empty() {
+        return Err(ChartError::EmptyTrace);
+    }
+    samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+    ensure_font()?;
+    let (size, data) = (
+        (opts.width.max(320), opts.height.max(200)),
+        (&samples[..], stages, opts),
+    );
+    match out {
+        ChartOutput::Svg(buf) => {
+            buf.clear();
+            draw_trace(SVGBackend::with_string(buf, size).into_drawing_area(), data)
+        }
+        ChartOutput::Png(path) => {
+            draw_trace(BitMapBackend::new(path, size).into_drawing_area(), data)
+        }
+    }
+}
+
+type TraceData<'a> = (
+    &'a [&'a SampleRecord],
+    &'a [(String, f64)],
+    &'a TraceChartOptions,
+);
+
+fn draw_trace<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    (samples, stages, opts): TraceData<'_>,
+) -> Result<(), ChartError> {
+    let pal = &LIGHT;
+    let k = (f64::from(root.dim_in_pixel().1) / 700.0).clamp(0.5, 3.0);
+    let px = |v: f64| v * k;
+    root.fill(&pal.background)?;
+    let root = root.titled(&opts.title, font(px(22.0), pal.text))?;
+    let (legend_area, plot_area) = root.split_vertically(px(34.0));
+
+    let (t0, t1) = match (samples.first(), samples.last()) {
+        (Some(a), Some(b)) => (a.t, b.t.max(a.t + 1.0)),
+        _ => return Err(ChartError::EmptyTrace),
+    };
+    let gb = |b: u64| b as f64 / GB;
+    let peak = |f: fn(&SampleRecord) -> u64| samples.iter().map(|s| gb(f(s))).fold(0.0, f64::max);
+    let (foot_peak, swap_peak) = (peak(|s| s.footprint), peak(|s| s.swap_used));
+    let swap_growth = swap_peak - samples.first().map_or(0.0, |s| gb(s.swap_used));
+    let y_max = (foot_peak.max(swap_peak) * 1.1).max(1.0).ceil();
+    let (foot, swap, free) = (
+        pal.line(Metric::WatchedFootprintBytes),
+        pal.line(Metric::SwapUsedBytes),
+        pal.line(Metric::FreePercent),
+    );
+    let items = [
+        (format!("footprint (peak {foot_peak:.1} GB)"), foot, false),
+        (
+            format!("swap in use ({swap_growth:+.1} GB, peak {swap_peak:.1} GB)"),
+            swap,
+            false,
+        ),
+        ("free memory % (right axis)".to_string(), free, true),
+    ];
+    draw_legend(&legend_area, &items, px(92.0) as i32, px(15.0), pal.text)?;
+
+    let mut chart = ChartBuilder::on(&plot_area)
+        .margin_left(px(12.0))
+        .margin_right(px(12.0))
+        .margin_bottom(px(8.0))
+        .x_label_area_size(px(52.0))
+        .y_label_area_size(px(70.0))
+        .right_y_label_area_size(px(72.0))
+        .build_cartesian_2d(t0..t1, 0.0..y_max)?
+        .set_secondary_coord(t0..t1, 0.0..100.0);
+    let (label, desc) = (font(px(14.0), pal.text), font(px(15.0), pal.muted));
+    let int = |v: &f64| format!("{v:.0}");
+    let gb_fmt = |v: &f64| {
+        if y_max >= 10.0 {
+            int(v)
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    let t_fmt = |v: &f64| {
+        if t1 - t0 >= 10.0 {
+            int(v)
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("GB (footprint, swap in use)")
+        .x_label_formatter(&t_fmt)
+        .y_label_formatter(&gb_fmt)
+        .label_style(label.clone())
+        .axis_desc_style(desc.clone())
+        .axis_style(pal.muted)
+        .bold_line_style(pal.grid)
+        .light_line_style(TRANSPARENT)
+        .draw()?;
+    chart
+        .configure_secondary_axes()
+        .y_desc("free memory %")
+        .y_label_formatter(&int)
+        .label_style(label.clone())
+        .axis_desc_style(desc)
+        .axis_style(pal.muted)
+        .draw()?;
+
+    // Stage starts: dashed lines, names along the top, on a lower row when they would touch.
+    let mut row_ends: Vec<i32> = Vec::new();
+    for (name, t) in stages.iter().filter(|(_, t)| (t0..=t1).contains(t)) {
+        let style = pal.muted.stroke_width(px(1.5) as u32);
+        let line = DashedPathElement::new([(*t, 0.0), (*t, y_max)], px(6.0), px(4.0), style);
+        chart.draw_series(std::iter::once(line))?;
+        let x = chart.backend_coord(&(*t, y_max)).0;
+        let (w, h) = plot_area.estimate_text_size(name, &label)?;
+        let row = row_ends
+            .iter()
+            .position(|&end| end < x)
+            .unwrap_or(row_ends.len());
+        let end = x + i32::try_from(w).unwrap_or(0) + px(8.0) as i32;
+        match row_ends.get_mut(row) {
+            Some(e) => *e = end,
+            None => row_ends.push(end),
+        }
+        let dy = px(4.0) as i32 + i32::try_from(row).unwrap_or(0) * (h as i32 + 4);
+        let text = Text::new(name.clone(), (px(4.0) as i32, dy), label.clone());
+        chart.draw_series(std::iter::once(EmptyElement::at((*t, y_max)) + text))?;
+    }
+
+    let level = samples.iter().map(|s| (s.t, s.level));
+    let free_style = free.mix(0.85).stroke_width(px(2.0) as u32);
+    chart.draw_secondary_series(DashedLineSeries::new(level, px(8.0), px(5.0), free_style))?;
+    let stroke = px(3.0) as u32;
+    for (color, f) in [
+        (foot, (|s| s.footprint) as fn(&SampleRecord) -> u64),
+        (swap, |s| s.swap_used),
+    ] {
+        let line = samples.iter().map(|s| (s.t, gb(f(s))));
+        chart.draw_series(LineSeries::new(line, color.stroke_width(stroke)))?;
+    }
+    Ok(root.present()?)
+}
+
+/// Size and theme of the popover's history chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryChartOptions {
+    /// Width, pixels.
+    pub width: u32,
+    /// Height, pixels.
+    pub height: u32,
+    /// Light text and grid for a dark background.
+    pub dark: bool,
+    /// Leave the background unpainted, for the page's to show through.
+    pub transparent: bool,
+    /// The time labelled "now", ms since the Unix epoch; default: the last point's.
+    pub now_ms: Option<i64>,
+}
+
+impl Default for HistoryChartOptions {
+    fn default() -> Self {
+        HistoryChartOptions {
+            width: 360,
+            height: 220,
+            dark: false,
+            transparent: false,
+            now_ms: None,
+        }
+    }
+}
+
+/// Legend labels of the history series, in [`Metric`] order.
+const HISTORY_LABELS: [&str; 4] = ["free %", "swap", "compressed", "footprint"];
+
+/// Draws the popover chart of `points` (oldest first) as SVG: free % on the right axis
+/// (0–100), swap, compressed and watched footprint in GB on the left, time relative to now
+/// ("-20m" … "now"). Missing values break the lines. No points draws empty axes.
+pub fn history_chart_svg(
+    points: &[Point],
+    opts: &HistoryChartOptions,
+) -> Result<String, ChartError> {
+    ensure_font()?;
+    let mut svg = String::with_capacity(24 * 1024);
+    let size = (opts.width.max(160), opts.height.max(100));
+    draw_history(
+        SVGBackend::with_string(&mut svg, size).into_drawing_area(),
+        points,
+        opts,
+    )?;
+    Ok(svg)
+}
+
+fn draw_history<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    points: &[Point],
+    opts: &HistoryChartOptions,
+) -> Result<(), ChartError> {
+    let pal = if opts.dark { &DARK } else { &LIGHT };
+    if !opts.transparent {
+        root.fill(&pal.background)?;
+    }
+    let now_ms = opts
+        .now_ms
+        .or(points.last().map(|p| p.start_ms))
+        .unwrap_or(0);
+    let first_ms = points.first().map_or(now_ms, |p| p.start_ms);
+    let span_s = ((now_ms - first_ms) as f64 / 1000.0).max(60.0);
+    let (unit_s, unit) = match span_s {
+        s if s <= 180.0 => (1.0, "s"),
+        s if s <= 3.0 * 3600.0 => (60.0, "m"),
+        _ => (3600.0, "h"),
+    };
+    let x0 = -span_s / unit_s;
+    // Per metric, the runs of present values: a missing value breaks the line.
+    let series: Vec<Vec<Vec<(f64, f64)>>> = Metric::ALL
+        .iter()
+        .map(|&m| {
+            let scale = if m == Metric::FreePercent { 1.0 } else { GB };
+            let xy = |p: &Point| {
+                (
+                    (p.start_ms - now_ms) as f64 / 1000.0 / unit_s,
+                    f64::from(p.get(m).mean) / scale,
+                )
+            };
+            let runs = points.split(|p| p.get(m).is_empty() || !p.get(m).mean.is_finite());
+            runs.filter(|r| !r.is_empty())
+                .map(|r| r.iter().map(xy).collect())
+                .collect()
+        })
+        .collect();
+    let gb_max = series[1..]
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    let y_max = (gb_max * 1.1).max(1.0);
+    let step = 10f64.powf(y_max.log10().floor()) / 2.0;
+    let y_max = (y_max / step).ceil() * step;
+
+    let (legend_area, plot_area) = root.split_vertically(18);
+    let items: Vec<_> = Metric::ALL
+        .iter()
+        .filter(|&&m| !series[m as usize].is_empty())
+        .map(|&m| (HISTORY_LABELS[m as usize].to_string(), pal.line(m), false))
+        .collect();
+    draw_legend(&legend_area, &items, 6, 10.0, pal.text)?;
+
+    let mut chart = ChartBuilder::on(&plot_area)
+        .margin(4)
+        .margin_top(6)
+        .x_label_area_size(14)
+        .y_label_area_size(28)
+        .right_y_label_area_size(30)
+        .build_cartesian_2d(x0..0.0, 0.0..y_max)?
+        .set_secondary_coord(x0..0.0, 0.0..100.0);
+    let label = font(10.0, pal.muted);
+    let x_fmt = |v: &f64| match v.round() {
+        r if r == 0.0 => "now".to_string(),
+        r => format!("{r}{unit}"),
+    };
+    let y_fmt = |v: &f64| {
+        if y_max >= 10.0 {
+            format!("{v:.0}G")
+        } else {
+            format!("{v:.1}G")
+        }
+    };
+    chart
+        .configure_mesh()
+        .x_labels(5)
+        .y_labels(5)
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .label_style(label.clone())
+        .axis_style(pal.grid)
+        .bold_line_style(pal.grid)
+        .light_line_style(TRANSPARENT)
+        .set_all_tick_mark_size(2)
+        .draw()?;
+    chart
+        .configure_secondary_axes()
+        .y_labels(5)
+        .y_label_formatter(&|v: &f64| format!("{v:.0}%"))
+        .label_style(label)
+        .axis_style(pal.grid)
+        .set_all_tick_mark_size(2)
+        .draw()?;
+    if points.is_empty() {
+        let style = font(12.0, pal.muted).pos(Pos::new(HPos::Center, VPos::Center));
+        let text = Text::new("no history yet", (0, 0), style);
+        chart.draw_series(std::iter::once(
+            EmptyElement::at((x0 / 2.0, y_max / 2.0)) + text,
+        ))?;
+    }
+    for (m, runs) in Metric::ALL.iter().zip(&series) {
+        let free = *m == Metric::FreePercent;
+        let style = pal.line(*m).stroke_width(if free { 1 } else { 2 });
+        for run in runs {
+            let line = LineSeries::new(run.iter().copied(), style);
+            if free {
+                chart.draw_secondary_series(line)?;
+            } else {
+                chart.draw_series(line)?;
+            }
+        }
+    }
+    Ok(root.present()?)
+}
+
+#[cfg(test)]
+#[path = "chart_tests.rs"]
+mod tests;

@@ -1,0 +1,73 @@
+//! A memory hog for Headroom's end-to-end tests: allocates and touches SIZE of memory, then
+//! holds it until killed (or for `--hold`).
+//!
+//! `hog SIZE [--children N] [--delay MS] [--hold SECONDS] [--tag WORD]`: with `--children`,
+//! it first starts N child hogs of 1 MiB each (with the same tag), so that its process tree
+//! has descendants to stop; `--delay` waits before allocating; `--tag` only marks the command
+//! line so tests can find every hog they started. Touching every page
+//! makes the memory resident; under a memory cgroup limit the kernel then swaps it out while
+//! the hog's footprint stays near the limit (the footprint illusion).
+
+use std::process::{Child, Command, ExitCode};
+use std::time::Duration;
+
+const PAGE: usize = 4096;
+const CHUNK: usize = 1 << 20;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(size) = args
+        .first()
+        .and_then(|s| headroom_core::units::parse_bytes(s).ok())
+    else {
+        eprintln!("usage: hog SIZE [--children N] [--hold SECONDS]");
+        return ExitCode::from(2);
+    };
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let mut children: Vec<Child> = Vec::new();
+    for _ in 0..flag("--children").unwrap_or(0) {
+        let Ok(exe) = std::env::current_exe() else {
+            return ExitCode::from(1);
+        };
+        let mut cmd = Command::new(exe);
+        cmd.arg("1M");
+        if let Some(i) = args.iter().position(|a| a == "--tag") {
+            cmd.args(&args[i..(i + 2).min(args.len())]);
+        }
+        match cmd.spawn() {
+            Ok(child) => children.push(child),
+            Err(e) => {
+                eprintln!("hog: cannot start a child: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if let Some(ms) = flag("--delay") {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    let chunks = usize::try_from(size).unwrap_or(usize::MAX).div_ceil(CHUNK);
+    let mut held: Vec<Vec<u8>> = Vec::with_capacity(chunks);
+    for i in 0..chunks {
+        let mut chunk = vec![0u8; CHUNK];
+        // A different byte per page and chunk: every page is touched and distinct.
+        for (p, page) in chunk.chunks_mut(PAGE).enumerate() {
+            page[0] = (i.wrapping_mul(31).wrapping_add(p) % 251) as u8 + 1;
+            page[PAGE / 2] = page[0].wrapping_mul(7);
+        }
+        held.push(chunk);
+    }
+    eprintln!("hog: holding {} MiB in pid {}", chunks, std::process::id());
+    let hold = flag("--hold").map_or(Duration::MAX, Duration::from_secs);
+    std::thread::sleep(hold);
+    std::hint::black_box(&held);
+    for mut child in children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,64 @@
+//! Flags shared by `guard`, `watch` and `trace replay`: the swap budget and its limits,
+//! parsed into a validated [`GuardConfig`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use headroom_core::policy::GuardConfig;
+
+/// Budget flags (the stop rules and the verdict's tolerance).
+#[derive(Debug, Clone, Args)]
+pub struct BudgetArgs {
+    /// Stop the job when swap grows more than this over its level at the start (e.g. 8G,
+    /// 512M; binary units), or when it grows so fast it would pass it before the next check.
+    #[arg(long, default_value = "8G", allow_hyphen_values = true, value_parser = super::parse_size, value_name = "SIZE")]
+    pub swap_budget: u64,
+    /// Also stop when swap in use passes this absolute amount (and, for guard, do not start
+    /// while swap in use plus the budget is above it).
+    #[arg(long, allow_hyphen_values = true, value_parser = super::parse_size, value_name = "SIZE")]
+    pub swap_limit: Option<u64>,
+    /// Stop when free memory stays below this percent for two samples in a row.
+    #[arg(long, default_value = "10", allow_hyphen_values = true, value_parser = super::parse_percent, value_name = "PERCENT")]
+    pub kill_free: f64,
+    /// Swap growth up to this still counts as "fits".
+    #[arg(long, default_value = "64M", allow_hyphen_values = true, value_parser = super::parse_size, value_name = "SIZE")]
+    pub fits_tolerance: u64,
+    /// Report swap growth each time it passes another multiple of this (at most once a
+    /// minute).
+    #[arg(long, default_value = "512M", allow_hyphen_values = true, value_parser = super::parse_size, value_name = "SIZE")]
+    pub notify_step: u64,
+}
+
+impl BudgetArgs {
+    /// The policy config these flags describe (start-gate fields at their defaults).
+    pub fn config(&self, poll: Duration) -> GuardConfig {
+        GuardConfig {
+            swap_budget_bytes: self.swap_budget,
+            swap_limit_bytes: self.swap_limit,
+            kill_free_percent: self.kill_free,
+            fits_tolerance_bytes: self.fits_tolerance,
+            notify_step_bytes: self.notify_step.max(1),
+            lookahead: poll,
+            ..GuardConfig::default()
+        }
+    }
+}
+
+/// Flags of a running job: polling, grace, outputs.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Time between checks (and trace samples). Near the budget the guard checks every
+    /// 100 ms.
+    #[arg(long, default_value = "0.5s", allow_hyphen_values = true, value_parser = super::parse_interval, value_name = "DURATION")]
+    pub poll: Duration,
+    /// Time between SIGTERM and SIGKILL when stopping.
+    #[arg(long, default_value = "5s", allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
+    pub grace: Duration,
+    /// Also write a JSONL memory trace of the job here.
+    #[arg(long, value_name = "PATH")]
+    pub trace: Option<PathBuf>,
+    /// Print a JSON summary on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
+}

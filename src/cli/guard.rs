@@ -1,0 +1,227 @@
+//! `headroom guard [flags] -- CMD ARGS`: wait for room, run the command in its own process
+//! group, stop it before swap runs away. Flags and exit codes follow `stageload guard`.
+
+use std::io::{IsTerminal, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use headroom_core::counters::Counters;
+use headroom_core::policy::{GuardConfig, Observation, StartDecision, StartGate, WaitReason};
+use headroom_core::process::{ancestors, ProcessIdentity};
+use regex::Regex;
+use serde::Serialize;
+
+use super::budget::{BudgetArgs, RunArgs};
+use super::job::{monitor, print_json, say, Interrupts, Outcome, Target};
+
+/// Exit code: the guard stopped the command.
+pub const EXIT_STOPPED: u8 = 3;
+/// Exit code: there was never room to start.
+pub const EXIT_NO_ROOM: u8 = 4;
+/// Exit code: the command could not be started.
+pub const EXIT_CANNOT_START: u8 = 127;
+
+/// Flags of `headroom guard`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: the command's own; 3 when the guard stopped it; 4 when there was never room to \
+start it; 127 when it could not be started; 128+N when signal N ended it (or ended the guard, \
+which stops the command first: a second signal sends SIGKILL at once); 2 for invalid flags.
+
+Stopping sends SIGTERM to the command's process group, then SIGKILL to what is left after \
+--grace. Signals the guard was started to ignore (nohup) stay ignored.")]
+pub struct GuardArgs {
+    /// Wait until free memory is at least this percent before starting. Above 100 it can
+    /// never be met: the guard waits until --start-timeout and exits 4.
+    #[arg(long, default_value = "40", allow_hyphen_values = true, value_parser = parse_wait_free, value_name = "PERCENT")]
+    wait_free: f64,
+    /// Do not start while a process whose command line matches this regex runs, nor until
+    /// none has matched for --quiet-for (repeatable; like `pgrep -f`, Headroom and its
+    /// ancestors are left out).
+    #[arg(long, value_parser = parse_regex, value_name = "REGEX")]
+    busy: Vec<Regex>,
+    /// How long no --busy process may have run before starting.
+    #[arg(long, default_value = "1m", allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
+    quiet_for: Duration,
+    /// Give up waiting for room after this long (exit 4).
+    #[arg(long, default_value = "30m", allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
+    start_timeout: Duration,
+    #[command(flatten)]
+    budget: BudgetArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+fn parse_wait_free(text: &str) -> Result<f64, String> {
+    let t = text.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err(format!(
+            "invalid percent '{text}': expected a number from 0 (above 100 never starts)"
+        )),
+    }
+}
+
+fn parse_regex(text: &str) -> Result<Regex, String> {
+    Regex::new(text).map_err(|e| format!("invalid regex '{text}': {e}"))
+}
+
+#[derive(Debug, Serialize)]
+struct NoRoom<'a> {
+    command: &'a str,
+    waited_seconds: f64,
+    reason: String,
+    exit_code: u8,
+}
+
+/// Runs `headroom guard`.
+pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
+    let counters = Counters::new();
+    let cfg = GuardConfig {
+        wait_free_percent: args.wait_free,
+        quiet_for: args.quiet_for,
+        start_timeout: args.start_timeout,
+        ..args.budget.config(args.run.poll)
+    };
+    let command_line = args.command.join(" ");
+    let interrupts = Interrupts::install()?;
+
+    if let Err(reason) = wait_for_room(&counters, &cfg, &args.busy, args.run.poll, &interrupts)? {
+        let waited = cfg.start_timeout.as_secs_f64();
+        return match reason {
+            Waited::Interrupted(signal) => Ok(ExitCode::from(exit_u8(128 + signal))),
+            Waited::GaveUp(reason) => {
+                say(&format!("never found room for {command_line}: {reason}"));
+                if args.run.json {
+                    print_json(&NoRoom {
+                        command: &command_line,
+                        waited_seconds: waited,
+                        reason: reason.to_string(),
+                        exit_code: EXIT_NO_ROOM,
+                    })?;
+                }
+                Ok(ExitCode::from(EXIT_NO_ROOM))
+            }
+        };
+    }
+
+    let mut cmd = Command::new(&args.command[0]);
+    cmd.args(&args.command[1..]).process_group(0);
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            say(&format!("cannot start {}: {e}", args.command[0]));
+            return Ok(ExitCode::from(EXIT_CANNOT_START));
+        }
+    };
+    let id = ProcessIdentity::of(&counters, child.id()).unwrap_or(ProcessIdentity {
+        pid: child.id(),
+        start_time: 0,
+    });
+    let outcome: Outcome = monitor(
+        &counters,
+        Target::Child(child),
+        id,
+        &command_line,
+        &cfg,
+        true,
+        &args.run,
+        &interrupts,
+    )?;
+    if args.run.json {
+        print_json(&outcome)?;
+    }
+    Ok(ExitCode::from(exit_u8(outcome.exit_code)))
+}
+
+fn exit_u8(code: i32) -> u8 {
+    u8::try_from(code.rem_euclid(256)).unwrap_or(1)
+}
+
+enum Waited {
+    GaveUp(WaitReason),
+    Interrupted(i32),
+}
+
+/// Polls until the start gate says go; shows why it waits on one updating line (a terminal)
+/// or plain lines when the reason changes (not a terminal).
+fn wait_for_room(
+    counters: &Counters,
+    cfg: &GuardConfig,
+    busy: &[Regex],
+    poll: Duration,
+    interrupts: &Interrupts,
+) -> anyhow::Result<Result<(), Waited>> {
+    let started = Instant::now();
+    let mut gate = StartGate::default();
+    let tty = std::io::stderr().is_terminal();
+    let mut shown: Option<String> = None;
+    let me = std::process::id();
+    let mut excluded = ancestors(counters, me);
+    excluded.push(me);
+    loop {
+        if let Some(signal) = interrupts.received() {
+            return Ok(Err(Waited::Interrupted(signal)));
+        }
+        let system = counters.read_system().context("reading memory counters")?;
+        let busy_now = if busy.is_empty() {
+            None
+        } else {
+            counters
+                .list_processes()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|p| !excluded.contains(&p.pid))
+                .map(|p| {
+                    if p.command.is_empty() {
+                        p.name
+                    } else {
+                        p.command
+                    }
+                })
+                .find(|c| busy.iter().any(|re| re.is_match(c)))
+        };
+        let obs = Observation {
+            t: started.elapsed(),
+            swap_used_bytes: system.swap_used_bytes,
+            free_percent: system.free_percent,
+            footprint_bytes: None,
+        };
+        let decision = gate.decide(cfg, &obs, busy_now.as_deref());
+        let reason = match decision {
+            StartDecision::Go => {
+                if tty && shown.is_some() {
+                    eprint!("\r\x1b[2K");
+                }
+                return Ok(Ok(()));
+            }
+            StartDecision::GiveUp(reason) => {
+                if tty && shown.is_some() {
+                    eprintln!();
+                }
+                return Ok(Err(Waited::GaveUp(reason)));
+            }
+            StartDecision::Wait(reason) => reason,
+        };
+        let text = format!("waiting for room: {reason}");
+        if tty {
+            eprint!("\r\x1b[2Kheadroom: {text}");
+            let _ = std::io::stderr().flush();
+            shown = Some(text);
+        } else {
+            let kind = std::mem::discriminant(&reason);
+            let key = format!("{kind:?}");
+            if shown.as_deref() != Some(key.as_str()) {
+                say(&text);
+                shown = Some(key);
+            }
+        }
+        std::thread::sleep(poll);
+    }
+}

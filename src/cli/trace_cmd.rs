@@ -1,0 +1,178 @@
+//! `headroom trace summary|plot|replay FILE`: read our traces and stageload's.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use headroom_core::summary::{replay, stage_windows, summarize, Summary};
+use headroom_core::trace::{read_trace, Trace};
+use headroom_core::units::{format_bytes, format_duration};
+
+use super::budget::BudgetArgs;
+use super::job::print_json;
+
+/// `headroom trace` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Peak footprint, swap at start/peak/end and its rise, lowest free %, duration, and the
+    /// peak footprint of each stage when the trace has stage events.
+    Summary {
+        /// The trace (JSONL).
+        file: PathBuf,
+        /// Print JSON (bytes) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Plot footprint and swap on one time axis and free % on a second one, with stage
+    /// boundaries, to SVG or PNG (by the output's extension).
+    Plot {
+        /// The trace (JSONL).
+        file: PathBuf,
+        /// Output file: .svg or .png.
+        #[arg(short, long, value_name = "PATH", value_parser = parse_chart_path)]
+        output: PathBuf,
+    },
+    /// Run the guard's stop rules over a recorded trace: when and why it would have stopped
+    /// the job. Exits 3 if it would have, 0 if not.
+    Replay(ReplayArgs),
+}
+
+/// Flags of `trace replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The trace (JSONL).
+    file: PathBuf,
+    #[command(flatten)]
+    budget: BudgetArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_chart_path(text: &str) -> Result<PathBuf, String> {
+    let lower = text.to_ascii_lowercase();
+    if lower.ends_with(".svg") || lower.ends_with(".png") {
+        Ok(PathBuf::from(text))
+    } else {
+        Err(format!("'{text}' must end in .svg or .png"))
+    }
+}
+
+fn load(file: &std::path::Path) -> anyhow::Result<Trace> {
+    let trace = read_trace(file)?;
+    if trace.truncated {
+        eprintln!(
+            "headroom: note: {}: the last line was cut off mid-write and was skipped",
+            file.display()
+        );
+    }
+    Ok(trace)
+}
+
+/// Runs a `trace` subcommand.
+pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        TraceCommand::Summary { file, json } => {
+            let trace = load(file)?;
+            let summary =
+                summarize(&trace).with_context(|| format!("{}: no samples", file.display()))?;
+            if *json {
+                print_json(&summary)?;
+            } else {
+                print!("{}", summary_text(&summary));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TraceCommand::Plot { file, output } => {
+            let trace = load(file)?;
+            let title = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            super::plot::write_trace_chart(&trace, &stage_windows(&trace), &title, output)?;
+            eprintln!("headroom: wrote {}", output.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        TraceCommand::Replay(args) => {
+            let trace = load(&args.file)?;
+            let cfg = args.budget.config(trace_interval(&trace));
+            let r = replay(&trace, &cfg)
+                .with_context(|| format!("{}: no samples", args.file.display()))?;
+            if args.json {
+                print_json(&r)?;
+            } else {
+                match (&r.stopped_at_seconds, &r.reason) {
+                    (Some(t), Some(reason)) => {
+                        let stage = r
+                            .stage
+                            .as_ref()
+                            .map(|s| format!(" in stage {s}"))
+                            .unwrap_or_default();
+                        println!("would stop at t={t:.1} s{stage}: {reason}");
+                    }
+                    _ => println!("would not stop it"),
+                }
+                println!("verdict: {}", r.verdict);
+            }
+            Ok(ExitCode::from(if r.stopped_at_seconds.is_some() {
+                3
+            } else {
+                0
+            }))
+        }
+    }
+}
+
+/// The trace's sampling interval (its `start` record), default 0.5 s.
+fn trace_interval(trace: &Trace) -> std::time::Duration {
+    let seconds = trace
+        .start
+        .as_ref()
+        .and_then(|m| m.get("interval"))
+        .and_then(serde_json::Value::as_f64)
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(0.5);
+    std::time::Duration::from_secs_f64(seconds)
+}
+
+fn summary_text(s: &Summary) -> String {
+    let mut out = String::new();
+    let duration = std::time::Duration::from_secs_f64(s.duration_seconds.max(0.0));
+    out.push_str(&format!(
+        "samples        {} over {}{}\n",
+        s.samples,
+        format_duration(duration),
+        if s.ended {
+            ""
+        } else {
+            " (no end record: the run was killed)"
+        }
+    ));
+    out.push_str(&format!(
+        "peak footprint {}\n",
+        format_bytes(s.peak_footprint_bytes)
+    ));
+    out.push_str(&format!(
+        "swap           start {}, peak {}, end {}, rise {}\n",
+        format_bytes(s.swap_start_bytes),
+        format_bytes(s.swap_peak_bytes),
+        format_bytes(s.swap_end_bytes),
+        format_bytes(s.swap_rise_bytes)
+    ));
+    out.push_str(&format!("lowest free    {:.0}%\n", s.lowest_level_percent));
+    if s.errors > 0 {
+        out.push_str(&format!("read errors    {}\n", s.errors));
+    }
+    if !s.stages.is_empty() {
+        out.push_str("\nstage            peak footprint\n");
+        for stage in &s.stages {
+            let peak = stage.peak_footprint_bytes.map_or_else(
+                || "–".to_string(),
+                |b| format!("{:.2} GB", b as f64 / (1u64 << 30) as f64),
+            );
+            out.push_str(&format!("{:<16} {peak}\n", stage.stage));
+        }
+    }
+    out
+}

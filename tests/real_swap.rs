@@ -1,0 +1,221 @@
+//! End to end on real swap (root): a swap file, a memory cgroup with a 64 MiB limit, and the
+//! hog inside it. The hog's footprint stays at the limit while swap grows (the footprint
+//! illusion, for real); `guard` and `watch` must see it and act, and touch nothing else.
+
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use headroom_core::counters::Counters;
+use support::*;
+
+const LIMIT_MIB: u64 = 64;
+
+struct Rig {
+    _swap: SwapFile,
+    cgroup: MemCgroup,
+    bystander: Bystander,
+}
+
+fn rig() -> Rig {
+    Rig {
+        _swap: SwapFile::on(1024),
+        cgroup: MemCgroup::new(LIMIT_MIB),
+        bystander: Bystander::start(),
+    }
+}
+
+fn hog_argv(size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
+    let hog = hog_path();
+    let mut v = vec![
+        hog.display().to_string(),
+        size.to_string(),
+        "--tag".into(),
+        tag.to_string(),
+    ];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+#[test]
+fn the_footprint_illusion_is_real() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("illusion");
+    let argv = hog_argv("400M", &tag, &[]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let wrapped = rig.cgroup.wrap(&argv);
+    let swap_before = swap_used_bytes();
+    let mut hog = Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let grew = wait_until(Duration::from_secs(90), || {
+        swap_used_bytes() >= swap_before + (250 << 20)
+    });
+    let counters = Counters::new();
+    let mem = counters.process_memory(hog.id());
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert!(
+        grew,
+        "swap did not grow by 250 MiB (before {swap_before}, now {})",
+        swap_used_bytes()
+    );
+    let mem = mem.unwrap();
+    // Resident footprint held at the cgroup limit, the rest swapped: 400 MiB "looks like" ≤ 80.
+    assert!(
+        mem.footprint_bytes <= (LIMIT_MIB + 16) << 20,
+        "footprint {}",
+        mem.footprint_bytes
+    );
+    assert!(
+        mem.swap_bytes.unwrap_or(0) >= 250 << 20,
+        "process swap {:?}",
+        mem.swap_bytes
+    );
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn guard_stops_a_hog_over_budget_with_its_children() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("guard-stop");
+    let argv = hog_argv("400M", &tag, &["--children", "2"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = headroom()
+        .args([
+            "guard",
+            "--swap-budget",
+            "100M",
+            "--grace",
+            "2s",
+            "--json",
+            "--",
+        ])
+        .args(rig.cgroup.wrap(&argv))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("doesn't fit"), "{stderr}");
+    assert!(stderr.contains("stopping"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["exit_code"], 3);
+    assert_eq!(summary["verdict"]["fits"], false);
+    assert_eq!(summary["verdict"]["ended"]["kind"], "stopped");
+    // Stopped within its budget: growth at the stop is at most the budget plus what one
+    // check at 100 ms can add.
+    let growth = summary["verdict"]["swap_growth_bytes"].as_u64().unwrap();
+    assert!(growth < 400 << 20, "growth {growth}");
+    assert!(
+        wait_until(Duration::from_secs(5), || live_with_tag(&tag).is_empty()),
+        "hogs left: {:?}",
+        live_with_tag(&tag)
+    );
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn guard_lets_a_small_job_finish_and_says_it_fits() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("guard-fits");
+    let argv = hog_argv("50M", &tag, &["--hold", "2"]);
+    let out = headroom()
+        .args(["guard", "--json", "--"])
+        .args(&argv)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(": fits: swap +"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["verdict"]["fits"], true);
+    assert!(summary["verdict"]["peak_footprint_bytes"].as_u64().unwrap() >= 50 << 20);
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn watch_reports_growth_and_does_not_fit() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("watch");
+    let argv = hog_argv("400M", &tag, &["--delay", "1500", "--hold", "4"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let wrapped = rig.cgroup.wrap(&argv);
+    let mut hog = Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = headroom()
+        .args([
+            "watch",
+            &hog.id().to_string(),
+            "--notify-step",
+            "100M",
+            "--poll",
+            "200ms",
+        ])
+        .output()
+        .unwrap();
+    let _ = hog.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("swap grew"), "{stderr}");
+    assert!(stderr.contains("doesn't fit: swap +"), "{stderr}");
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn watch_guard_stops_the_process_tree() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("watch-guard");
+    let argv = hog_argv("400M", &tag, &["--children", "2", "--delay", "1500"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let wrapped = rig.cgroup.wrap(&argv);
+    let mut hog = Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = headroom()
+        .args([
+            "watch",
+            &hog.id().to_string(),
+            "--guard",
+            "--swap-budget",
+            "100M",
+            "--grace",
+            "2s",
+        ])
+        .output()
+        .unwrap();
+    let status = hog.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(!status.success(), "the hog was stopped by a signal");
+    assert!(
+        wait_until(Duration::from_secs(5), || live_with_tag(&tag).is_empty()),
+        "hogs left: {:?}",
+        live_with_tag(&tag)
+    );
+    rig.bystander.assert_alive();
+}

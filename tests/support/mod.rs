@@ -1,0 +1,276 @@
+//! Test harness for real swap: a swap file, a memory cgroup with a small limit, the memory
+//! hog, and a bystander process. Everything is undone by `Drop`, even when a test fails.
+//!
+//! Needs root. Outside CI a non-root run skips with a reason; in CI (`CI` set) it fails,
+//! since CI must run these tests.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Serialises the real-swap tests: they share the machine's swap.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Takes the lock, or `None` (with the reason printed) when these tests cannot run here.
+pub fn real_swap_lock() -> Option<MutexGuard<'static, ()>> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "real-swap tests need root, and CI must run them: run CI as root"
+        );
+        eprintln!(
+            "SKIPPED: real-swap tests need root (swapon, cgroups); run as root to include them"
+        );
+        return None;
+    }
+    Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The `headroom` binary.
+pub fn headroom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_headroom"))
+}
+
+/// The hog example, built by `cargo test` next to the test binaries.
+pub fn hog_path() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let debug_dir = exe.parent().and_then(Path::parent).unwrap();
+    let hog = debug_dir.join("examples/hog");
+    assert!(
+        hog.exists(),
+        "{} missing: run through `cargo test` (it builds examples)",
+        hog.display()
+    );
+    hog
+}
+
+/// A swap file, on while it lives.
+pub struct SwapFile {
+    path: PathBuf,
+}
+
+impl SwapFile {
+    /// Creates, formats and enables a swap file of `mib` MiB.
+    pub fn on(mib: u64) -> SwapFile {
+        let path = PathBuf::from(format!(
+            "/var/tmp/headroom-test-{}.swap",
+            std::process::id()
+        ));
+        let swap = SwapFile { path };
+        let _ = Command::new("swapoff")
+            .arg(&swap.path)
+            .stderr(Stdio::null())
+            .status();
+        run(
+            "dd",
+            &[
+                "if=/dev/zero",
+                &format!("of={}", swap.path.display()),
+                "bs=1M",
+                &format!("count={mib}"),
+                "status=none",
+            ],
+        );
+        fs::set_permissions(
+            &swap.path,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        run("mkswap", &[&swap.path.display().to_string()]);
+        run("swapon", &[&swap.path.display().to_string()]);
+        swap
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        let _ = Command::new("swapoff").arg(&self.path).status();
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+fn run(cmd: &str, args: &[&str]) {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A memory cgroup with a limit (v2 `memory.max`, else v1 `memory.limit_in_bytes` under our
+/// own cgroup). Processes left in it are killed and the cgroup removed on drop.
+pub struct MemCgroup {
+    dir: PathBuf,
+}
+
+impl MemCgroup {
+    /// A cgroup limited to `limit_mib` MiB of memory, swap unlimited.
+    pub fn new(limit_mib: u64) -> MemCgroup {
+        let name = format!("headroom-test-{}", std::process::id());
+        let limit = (limit_mib << 20).to_string();
+        let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers");
+        let cg =
+            if fs::read_to_string(v2).is_ok_and(|c| c.split_whitespace().any(|w| w == "memory")) {
+                let _ = fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+                let cg = MemCgroup {
+                    dir: Path::new("/sys/fs/cgroup").join(&name),
+                };
+                fs::create_dir_all(&cg.dir).unwrap();
+                fs::write(cg.dir.join("memory.max"), &limit).unwrap();
+                let _ = fs::write(cg.dir.join("memory.swap.max"), "max");
+                cg
+            } else {
+                let own = fs::read_to_string("/proc/self/cgroup").unwrap();
+                let rel = own
+                    .lines()
+                    .find_map(|l| {
+                        l.split_once(":memory:")
+                            .map(|(_, p)| p.trim_start_matches('/').to_string())
+                    })
+                    .expect("no cgroup v1 memory controller and no cgroup v2 memory controller");
+                let cg = MemCgroup {
+                    dir: Path::new("/sys/fs/cgroup/memory").join(rel).join(&name),
+                };
+                fs::create_dir_all(&cg.dir).unwrap();
+                fs::write(cg.dir.join("memory.limit_in_bytes"), &limit).unwrap();
+                let _ = fs::write(cg.dir.join("memory.swappiness"), "100");
+                cg
+            };
+        cg
+    }
+
+    /// `cgroup.procs` of this cgroup.
+    pub fn procs_file(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+
+    /// `sh -c 'echo $$ > procs; exec "$@"'` arguments that run `argv` inside this cgroup.
+    pub fn wrap(&self, argv: &[&str]) -> Vec<String> {
+        let mut v = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            format!("echo $$ > {} && exec \"$@\"", self.procs_file().display()),
+            "sh".to_string(),
+        ];
+        v.extend(argv.iter().map(|s| s.to_string()));
+        v
+    }
+
+    /// Pids in the cgroup now.
+    pub fn pids(&self) -> Vec<u32> {
+        fs::read_to_string(self.procs_file())
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for MemCgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            let pids = self.pids();
+            if pids.is_empty() {
+                break;
+            }
+            for pid in pids {
+                // SAFETY: kill has no memory-safety preconditions; these pids are in our
+                // own test cgroup.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// A process that must outlive every test: nothing may touch it.
+pub struct Bystander(Child);
+
+impl Bystander {
+    /// Starts `sleep 600`.
+    pub fn start() -> Bystander {
+        Bystander(Command::new("sleep").arg("600").spawn().unwrap())
+    }
+
+    /// Panics unless it is still running.
+    pub fn assert_alive(&mut self) {
+        assert!(
+            self.0.try_wait().unwrap().is_none(),
+            "the bystander was touched"
+        );
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// System swap in use, bytes (`/proc/meminfo`).
+pub fn swap_used_bytes() -> u64 {
+    let text = fs::read_to_string("/proc/meminfo").unwrap();
+    let kib = |key: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (kib("SwapTotal:") - kib("SwapFree:")) * 1024
+}
+
+/// Live (non-zombie) processes whose command line contains `tag`.
+pub fn live_with_tag(tag: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'));
+        if !zombie
+            && String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(tag)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Polls `f` every 50 ms until it is true or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A unique tag for one test's hogs.
+pub fn tag(test: &str) -> String {
+    format!("headroom-{test}-{}", std::process::id())
+}
