@@ -4,7 +4,9 @@
 //! `hog SIZE [--children N] [--delay MS] [--hold SECONDS] [--tag WORD]`: with `--children`,
 //! it first starts N child hogs of 1 MiB each (with the same tag), so that its process tree
 //! has descendants to stop; `--delay` waits before allocating; `--tag` only marks the command
-//! line so tests can find every hog they started. Touching every page
+//! line so tests can find every hog they started; `--term-file PATH` writes the wall-clock
+//! time (Unix nanoseconds) at which SIGTERM arrived to PATH, then exits 143 (for the
+//! reaction-time benchmark). Touching every page
 //! makes the memory resident; under a memory cgroup limit the kernel then swaps it out while
 //! the hog's footprint stays near the limit (the footprint illusion).
 
@@ -29,6 +31,15 @@ fn main() -> ExitCode {
             .and_then(|i| args.get(i + 1))
             .and_then(|v| v.parse::<u64>().ok())
     };
+    if let Some(i) = args.iter().position(|a| a == "--term-file") {
+        let Some(path) = args.get(i + 1).cloned() else {
+            return ExitCode::from(2);
+        };
+        if let Err(e) = record_sigterm(path) {
+            eprintln!("hog: cannot catch SIGTERM: {e}");
+            return ExitCode::from(1);
+        }
+    }
     let mut children: Vec<Child> = Vec::new();
     for _ in 0..flag("--children").unwrap_or(0) {
         let Ok(exe) = std::env::current_exe() else {
@@ -70,4 +81,20 @@ fn main() -> ExitCode {
         let _ = child.wait();
     }
     ExitCode::SUCCESS
+}
+
+/// On SIGTERM, writes the time it arrived to `path` and exits 143.
+fn record_sigterm(path: String) -> std::io::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM])?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let _ = std::fs::write(&path, now.to_string());
+            std::process::exit(143);
+        }
+    });
+    Ok(())
 }

@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use plotters::chart::DualCoordChartContext;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -98,44 +100,29 @@ fn ensure_font() -> Result<(), ChartError> {
     ok.then_some(()).ok_or(ChartError::Font)
 }
 
-/// Colours of one theme; `lines` in [`Metric`] order (free, swap, compressed, footprint).
-struct Palette {
-    background: RGBColor,
-    text: RGBColor,
-    muted: RGBColor,
-    grid: RGBColor,
-    lines: [RGBColor; 4],
-}
+/// Colours of one theme, 0xRRGGBB: background, text, muted, grid, then the lines in
+/// [`Metric`] order (free, swap, compressed, footprint).
+struct Palette([u32; 8]);
 
-const LIGHT: Palette = Palette {
-    background: RGBColor(255, 255, 255),
-    text: RGBColor(29, 29, 31),
-    muted: RGBColor(110, 110, 115),
-    grid: RGBColor(226, 226, 230),
-    lines: [
-        RGBColor(52, 160, 72),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-        RGBColor(31, 111, 209),
-    ],
-};
-
-const DARK: Palette = Palette {
-    background: RGBColor(30, 30, 32),
-    text: RGBColor(229, 229, 234),
-    muted: RGBColor(152, 152, 160),
-    grid: RGBColor(62, 62, 68),
-    lines: [
-        RGBColor(76, 217, 100),
-        RGBColor(255, 105, 97),
-        RGBColor(201, 150, 255),
-        RGBColor(100, 168, 255),
-    ],
-};
+const LIGHT: Palette = Palette([
+    0xFFFFFF, 0x1D1D1F, 0x6E6E73, 0xE2E2E6, 0x34A048, 0xD62728, 0x9467BD, 0x1F6FD1,
+]);
+const DARK: Palette = Palette([
+    0x1E1E20, 0xE5E5EA, 0x9898A0, 0x3E3E44, 0x4CD964, 0xFF6961, 0xC996FF, 0x64A8FF,
+]);
+const BACKGROUND: usize = 0;
+const TEXT: usize = 1;
+const MUTED: usize = 2;
+const GRID: usize = 3;
 
 impl Palette {
+    fn get(&self, i: usize) -> RGBColor {
+        let [_, r, g, b] = self.0[i].to_be_bytes();
+        RGBColor(r, g, b)
+    }
+
     fn line(&self, metric: Metric) -> RGBColor {
-        self.lines[metric as usize]
+        self.get(4 + metric as usize)
     }
 }
 
@@ -160,20 +147,15 @@ fn draw_legend<DB: DrawingBackend>(
     let (swatch, gap) = ((px * 2.2) as i32, (px * 0.4) as i32);
     let style = font(px, text).pos(Pos::new(HPos::Left, VPos::Center));
     for (label, color, dashed) in items {
-        let (line, shape) = (
-            [(x, y), (x + swatch, y)],
-            color.stroke_width(2.max(px as u32 / 6)),
-        );
+        let line = [(x, y), (x + swatch, y)];
+        let shape = color.stroke_width(2.max(px as u32 / 6));
         if *dashed {
             area.draw(&DashedPathElement::new(line, gap * 2, gap, shape))?;
         } else {
             area.draw(&PathElement::new(line, shape))?;
         }
-        area.draw(&Text::new(
-            label.as_str(),
-            (x + swatch + gap, y),
-            style.clone(),
-        ))?;
+        let at = (x + swatch + gap, y);
+        area.draw(&Text::new(label.as_str(), at, style.clone()))?;
         let width = area.estimate_text_size(label, &style)?.0;
         x += swatch + gap + i32::try_from(width).unwrap_or(0) + (px * 1.6) as i32;
     }
@@ -218,10 +200,8 @@ pub fn trace_chart(
     }
     samples.sort_by(|a, b| a.t.total_cmp(&b.t));
     ensure_font()?;
-    let (size, data) = (
-        (opts.width.max(320), opts.height.max(200)),
-        (&samples[..], stages, opts),
-    );
+    let size = (opts.width.max(320), opts.height.max(200));
+    let data = (&samples[..], stages, opts);
     match out {
         ChartOutput::Svg(buf) => {
             buf.clear();
@@ -244,10 +224,11 @@ fn draw_trace<DB: DrawingBackend>(
     (samples, stages, opts): TraceData<'_>,
 ) -> Result<(), ChartError> {
     let pal = &LIGHT;
+    let (text, muted) = (pal.get(TEXT), pal.get(MUTED));
     let k = (f64::from(root.dim_in_pixel().1) / 700.0).clamp(0.5, 3.0);
     let px = |v: f64| v * k;
-    root.fill(&pal.background)?;
-    let root = root.titled(&opts.title, font(px(22.0), pal.text))?;
+    root.fill(&pal.get(BACKGROUND))?;
+    let root = root.titled(&opts.title, font(px(22.0), text))?;
     let (legend_area, plot_area) = root.split_vertically(px(34.0));
 
     let (t0, t1) = match (samples.first(), samples.last()) {
@@ -255,90 +236,47 @@ fn draw_trace<DB: DrawingBackend>(
         _ => return Err(ChartError::EmptyTrace),
     };
     let gb = |b: u64| b as f64 / GB;
-    let peak = |f: fn(&SampleRecord) -> u64| samples.iter().map(|s| gb(f(s))).fold(0.0, f64::max);
+    let peak = |f: fn(&SampleRecord) -> u64| max(samples.iter().map(|s| gb(f(s))));
     let (foot_peak, swap_peak) = (peak(|s| s.footprint), peak(|s| s.swap_used));
     let swap_growth = swap_peak - samples.first().map_or(0.0, |s| gb(s.swap_used));
-    let y_max = (foot_peak.max(swap_peak) * 1.1).max(1.0).ceil();
-    let (foot, swap, free) = (
-        pal.line(Metric::WatchedFootprintBytes),
-        pal.line(Metric::SwapUsedBytes),
-        pal.line(Metric::FreePercent),
-    );
+    let [free, swap, _, foot] = Metric::ALL.map(|m| pal.line(m));
+    let swap_label = format!("swap in use ({swap_growth:+.1} GB, peak {swap_peak:.1} GB)");
     let items = [
         (format!("footprint (peak {foot_peak:.1} GB)"), foot, false),
-        (
-            format!("swap in use ({swap_growth:+.1} GB, peak {swap_peak:.1} GB)"),
-            swap,
-            false,
-        ),
+        (swap_label, swap, false),
         ("free memory % (right axis)".to_string(), free, true),
     ];
-    draw_legend(&legend_area, &items, px(92.0) as i32, px(15.0), pal.text)?;
+    draw_legend(&legend_area, &items, px(92.0) as i32, px(15.0), text)?;
 
-    let mut chart = ChartBuilder::on(&plot_area)
-        .margin_left(px(12.0))
-        .margin_right(px(12.0))
-        .margin_bottom(px(8.0))
-        .x_label_area_size(px(52.0))
-        .y_label_area_size(px(70.0))
-        .right_y_label_area_size(px(72.0))
-        .build_cartesian_2d(t0..t1, 0.0..y_max)?
-        .set_secondary_coord(t0..t1, 0.0..100.0);
-    let (label, desc) = (font(px(14.0), pal.text), font(px(15.0), pal.muted));
-    let int = |v: &f64| format!("{v:.0}");
-    let gb_fmt = |v: &f64| {
-        if y_max >= 10.0 {
-            int(v)
-        } else {
-            format!("{v:.1}")
-        }
+    let y_max = (foot_peak.max(swap_peak) * 1.1).max(1.0).ceil();
+    let fmt = |v: &f64, fine: bool| format!("{v:.prec$}", prec = usize::from(fine));
+    let frame = Frame {
+        pal,
+        x: t0..t1,
+        y_max,
+        sizes: [px(12.0), px(12.0), px(8.0), px(52.0), px(70.0), px(72.0)].map(|v| v as u32),
+        descs: ["time (s)", "GB (footprint, swap in use)", "free memory %"],
+        fmts: [
+            &|v| fmt(v, t1 - t0 < 10.0),
+            &|v| fmt(v, y_max < 10.0),
+            &|v| fmt(v, false),
+        ],
+        label_px: px(14.0),
     };
-    let t_fmt = |v: &f64| {
-        if t1 - t0 >= 10.0 {
-            int(v)
-        } else {
-            format!("{v:.1}")
-        }
-    };
-    chart
-        .configure_mesh()
-        .x_desc("time (s)")
-        .y_desc("GB (footprint, swap in use)")
-        .x_label_formatter(&t_fmt)
-        .y_label_formatter(&gb_fmt)
-        .label_style(label.clone())
-        .axis_desc_style(desc.clone())
-        .axis_style(pal.muted)
-        .bold_line_style(pal.grid)
-        .light_line_style(TRANSPARENT)
-        .draw()?;
-    chart
-        .configure_secondary_axes()
-        .y_desc("free memory %")
-        .y_label_formatter(&int)
-        .label_style(label.clone())
-        .axis_desc_style(desc)
-        .axis_style(pal.muted)
-        .draw()?;
+    let mut chart = frame.draw(&plot_area)?;
 
-    // Stage starts: dashed lines, names along the top, on a lower row when they would touch.
-    let mut row_ends: Vec<i32> = Vec::new();
+    // Stage starts: dashed lines, names along the top, a row lower while they would touch.
+    let label = font(px(14.0), text);
+    let (mut row, mut prev_end) = (0, i32::MIN);
     for (name, t) in stages.iter().filter(|(_, t)| (t0..=t1).contains(t)) {
-        let style = pal.muted.stroke_width(px(1.5) as u32);
+        let style = muted.stroke_width(px(1.5) as u32);
         let line = DashedPathElement::new([(*t, 0.0), (*t, y_max)], px(6.0), px(4.0), style);
         chart.draw_series(std::iter::once(line))?;
         let x = chart.backend_coord(&(*t, y_max)).0;
         let (w, h) = plot_area.estimate_text_size(name, &label)?;
-        let row = row_ends
-            .iter()
-            .position(|&end| end < x)
-            .unwrap_or(row_ends.len());
-        let end = x + i32::try_from(w).unwrap_or(0) + px(8.0) as i32;
-        match row_ends.get_mut(row) {
-            Some(e) => *e = end,
-            None => row_ends.push(end),
-        }
-        let dy = px(4.0) as i32 + i32::try_from(row).unwrap_or(0) * (h as i32 + 4);
+        row = if x <= prev_end { row + 1 } else { 0 };
+        prev_end = x + i32::try_from(w).unwrap_or(0) + px(8.0) as i32;
+        let dy = px(4.0) as i32 + row * (i32::try_from(h).unwrap_or(0) + 4);
         let text = Text::new(name.clone(), (px(4.0) as i32, dy), label.clone());
         chart.draw_series(std::iter::once(EmptyElement::at((*t, y_max)) + text))?;
     }
@@ -346,15 +284,79 @@ fn draw_trace<DB: DrawingBackend>(
     let level = samples.iter().map(|s| (s.t, s.level));
     let free_style = free.mix(0.85).stroke_width(px(2.0) as u32);
     chart.draw_secondary_series(DashedLineSeries::new(level, px(8.0), px(5.0), free_style))?;
-    let stroke = px(3.0) as u32;
-    for (color, f) in [
-        (foot, (|s| s.footprint) as fn(&SampleRecord) -> u64),
-        (swap, |s| s.swap_used),
-    ] {
-        let line = samples.iter().map(|s| (s.t, gb(f(s))));
-        chart.draw_series(LineSeries::new(line, color.stroke_width(stroke)))?;
-    }
+    let width = px(3.0) as u32;
+    let foot_line = samples.iter().map(|s| (s.t, gb(s.footprint)));
+    chart.draw_series(LineSeries::new(foot_line, foot.stroke_width(width)))?;
+    let swap_line = samples.iter().map(|s| (s.t, gb(s.swap_used)));
+    chart.draw_series(LineSeries::new(swap_line, swap.stroke_width(width)))?;
     Ok(root.present()?)
+}
+
+type Xy = Cartesian2d<RangedCoordf64, RangedCoordf64>;
+
+/// Plot area and axes of both charts: GB on the left, free % (0–100) on the right.
+struct Frame<'s> {
+    pal: &'s Palette,
+    x: std::ops::Range<f64>,
+    y_max: f64,
+    /// Margins left, right, top/bottom; label areas bottom, left, right (pixels).
+    sizes: [u32; 6],
+    /// Descriptions of the x, left and right axes ("" for none).
+    descs: [&'s str; 3],
+    /// Tick label formats of the x, left and right axes.
+    fmts: [&'s dyn Fn(&f64) -> String; 3],
+    label_px: f64,
+}
+
+impl Frame<'_> {
+    fn draw<'a, DB: DrawingBackend>(
+        &self,
+        area: &'a DrawingArea<DB, Shift>,
+    ) -> Result<DualCoordChartContext<'a, DB, Xy, Xy>, ChartError> {
+        let [left, right, vertical, bottom_area, left_area, right_area] = self.sizes;
+        let mut chart = ChartBuilder::on(area)
+            .margin(vertical)
+            .margin_left(left)
+            .margin_right(right)
+            .x_label_area_size(bottom_area)
+            .y_label_area_size(left_area)
+            .right_y_label_area_size(right_area)
+            .build_cartesian_2d(self.x.clone(), 0.0..self.y_max)?
+            .set_secondary_coord(self.x.clone(), 0.0..100.0);
+        let (w, h) = area.dim_in_pixel();
+        let muted = self.pal.get(MUTED);
+        let label = font(self.label_px, muted);
+        let desc = font(self.label_px * 1.07, muted);
+        let ticks = |len: u32, per: f64| (f64::from(len) / (self.label_px * per)) as usize;
+        let mut mesh = chart.configure_mesh();
+        mesh.x_labels(ticks(w, 7.0))
+            .y_labels(ticks(h, 3.5))
+            .x_label_formatter(self.fmts[0])
+            .y_label_formatter(self.fmts[1])
+            .label_style(label.clone())
+            .axis_desc_style(desc.clone())
+            .axis_style(muted)
+            .bold_line_style(self.pal.get(GRID))
+            .light_line_style(TRANSPARENT)
+            .set_all_tick_mark_size(self.label_px / 3.0);
+        if !self.descs[0].is_empty() {
+            mesh.x_desc(self.descs[0]).y_desc(self.descs[1]);
+        }
+        mesh.draw()?;
+        let mut right_axis = chart.configure_secondary_axes();
+        right_axis
+            .y_labels(ticks(h, 3.5))
+            .y_label_formatter(self.fmts[2])
+            .label_style(label)
+            .axis_desc_style(desc)
+            .axis_style(muted)
+            .set_all_tick_mark_size(self.label_px / 3.0);
+        if !self.descs[2].is_empty() {
+            right_axis.y_desc(self.descs[2]);
+        }
+        right_axis.draw()?;
+        Ok(chart)
+    }
 }
 
 /// Size and theme of the popover's history chart.
@@ -397,11 +399,8 @@ pub fn history_chart_svg(
     ensure_font()?;
     let mut svg = String::with_capacity(24 * 1024);
     let size = (opts.width.max(160), opts.height.max(100));
-    draw_history(
-        SVGBackend::with_string(&mut svg, size).into_drawing_area(),
-        points,
-        opts,
-    )?;
+    let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+    draw_history(root, points, opts)?;
     Ok(svg)
 }
 
@@ -412,12 +411,10 @@ fn draw_history<DB: DrawingBackend>(
 ) -> Result<(), ChartError> {
     let pal = if opts.dark { &DARK } else { &LIGHT };
     if !opts.transparent {
-        root.fill(&pal.background)?;
+        root.fill(&pal.get(BACKGROUND))?;
     }
-    let now_ms = opts
-        .now_ms
-        .or(points.last().map(|p| p.start_ms))
-        .unwrap_or(0);
+    let last_ms = points.last().map(|p| p.start_ms);
+    let now_ms = opts.now_ms.or(last_ms).unwrap_or(0);
     let first_ms = points.first().map_or(now_ms, |p| p.start_ms);
     let span_s = ((now_ms - first_ms) as f64 / 1000.0).max(60.0);
     let (unit_s, unit) = match span_s {
@@ -431,24 +428,15 @@ fn draw_history<DB: DrawingBackend>(
         .iter()
         .map(|&m| {
             let scale = if m == Metric::FreePercent { 1.0 } else { GB };
-            let xy = |p: &Point| {
-                (
-                    (p.start_ms - now_ms) as f64 / 1000.0 / unit_s,
-                    f64::from(p.get(m).mean) / scale,
-                )
-            };
+            let x = |p: &Point| (p.start_ms - now_ms) as f64 / 1000.0 / unit_s;
+            let xy = |p: &Point| (x(p), f64::from(p.get(m).mean) / scale);
             let runs = points.split(|p| p.get(m).is_empty() || !p.get(m).mean.is_finite());
             runs.filter(|r| !r.is_empty())
                 .map(|r| r.iter().map(xy).collect())
                 .collect()
         })
         .collect();
-    let gb_max = series[1..]
-        .iter()
-        .flatten()
-        .flatten()
-        .map(|p| p.1)
-        .fold(0.0, f64::max);
+    let gb_max = max(series[1..].iter().flatten().flatten().map(|p| p.1));
     let y_max = (gb_max * 1.1).max(1.0);
     let step = 10f64.powf(y_max.log10().floor()) / 2.0;
     let y_max = (y_max / step).ceil() * step;
@@ -459,54 +447,28 @@ fn draw_history<DB: DrawingBackend>(
         .filter(|&&m| !series[m as usize].is_empty())
         .map(|&m| (HISTORY_LABELS[m as usize].to_string(), pal.line(m), false))
         .collect();
-    draw_legend(&legend_area, &items, 6, 10.0, pal.text)?;
+    draw_legend(&legend_area, &items, 6, 10.0, pal.get(TEXT))?;
 
-    let mut chart = ChartBuilder::on(&plot_area)
-        .margin(4)
-        .margin_top(6)
-        .x_label_area_size(14)
-        .y_label_area_size(28)
-        .right_y_label_area_size(30)
-        .build_cartesian_2d(x0..0.0, 0.0..y_max)?
-        .set_secondary_coord(x0..0.0, 0.0..100.0);
-    let label = font(10.0, pal.muted);
+    let prec = usize::from(y_max < 10.0);
     let x_fmt = |v: &f64| match v.round() {
-        r if r == 0.0 => "now".to_string(),
+        0.0 => "now".to_string(),
         r => format!("{r}{unit}"),
     };
-    let y_fmt = |v: &f64| {
-        if y_max >= 10.0 {
-            format!("{v:.0}G")
-        } else {
-            format!("{v:.1}G")
-        }
+    let frame = Frame {
+        pal,
+        x: x0..0.0,
+        y_max,
+        sizes: [4, 4, 6, 14, 28, 30],
+        descs: ["", "", ""],
+        fmts: [&x_fmt, &|v| format!("{v:.prec$}G"), &|v| format!("{v:.0}%")],
+        label_px: 10.0,
     };
-    chart
-        .configure_mesh()
-        .x_labels(5)
-        .y_labels(5)
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .label_style(label.clone())
-        .axis_style(pal.grid)
-        .bold_line_style(pal.grid)
-        .light_line_style(TRANSPARENT)
-        .set_all_tick_mark_size(2)
-        .draw()?;
-    chart
-        .configure_secondary_axes()
-        .y_labels(5)
-        .y_label_formatter(&|v: &f64| format!("{v:.0}%"))
-        .label_style(label)
-        .axis_style(pal.grid)
-        .set_all_tick_mark_size(2)
-        .draw()?;
+    let mut chart = frame.draw(&plot_area)?;
     if points.is_empty() {
-        let style = font(12.0, pal.muted).pos(Pos::new(HPos::Center, VPos::Center));
+        let style = font(12.0, pal.get(MUTED)).pos(Pos::new(HPos::Center, VPos::Center));
         let text = Text::new("no history yet", (0, 0), style);
-        chart.draw_series(std::iter::once(
-            EmptyElement::at((x0 / 2.0, y_max / 2.0)) + text,
-        ))?;
+        let at = EmptyElement::at((x0 / 2.0, y_max / 2.0));
+        chart.draw_series(std::iter::once(at + text))?;
     }
     for (m, runs) in Metric::ALL.iter().zip(&series) {
         let free = *m == Metric::FreePercent;
@@ -521,6 +483,11 @@ fn draw_history<DB: DrawingBackend>(
         }
     }
     Ok(root.present()?)
+}
+
+/// The largest value, at least 0.
+fn max(values: impl Iterator<Item = f64>) -> f64 {
+    values.fold(0.0, f64::max)
 }
 
 #[cfg(test)]

@@ -198,6 +198,36 @@ impl Tier {
     pub fn heap_bytes(&self) -> usize {
         self.ring.capacity() * std::mem::size_of::<Point>()
     }
+
+    /// Finished buckets and the one being filled, oldest first.
+    pub fn points(&self) -> Vec<Point> {
+        self.ring
+            .iter()
+            .copied()
+            .chain(self.current.as_ref().map(Accum::finish))
+            .collect()
+    }
+
+    /// Puts `points` that are older than every bucket held in front of the ring (history saved
+    /// before a restart). Later points are ignored, duplicates kept once, and when they would
+    /// pass the capacity the newest of them are kept. Returns how many were restored.
+    fn restore(&mut self, points: &[Point]) -> usize {
+        let limit = self.oldest_ms().unwrap_or(i64::MAX);
+        let mut older: Vec<Point> = points
+            .iter()
+            .filter(|p| p.start_ms < limit)
+            .copied()
+            .collect();
+        older.sort_by_key(|p| p.start_ms);
+        older.dedup_by_key(|p| p.start_ms);
+        let skip = older
+            .len()
+            .saturating_sub(self.capacity.saturating_sub(self.ring.len()));
+        for p in older[skip..].iter().rev() {
+            self.ring.push_front(*p);
+        }
+        older.len() - skip
+    }
 }
 
 /// Multi-resolution history of the sampled metrics.
@@ -268,6 +298,23 @@ impl History {
     pub fn heap_bytes(&self) -> usize {
         self.tiers.iter().map(Tier::heap_bytes).sum()
     }
+
+    /// Finished buckets and the one being filled of tier `tier_index` (0 is the finest), oldest
+    /// first; empty for a tier that does not exist. What the store saves every minute.
+    pub fn points(&self, tier_index: usize) -> Vec<Point> {
+        self.tiers
+            .get(tier_index)
+            .map_or_else(Vec::new, Tier::points)
+    }
+
+    /// Restores buckets saved before a restart into tier `tier_index` (usually the coarsest):
+    /// those older than what the tier holds go in front of it, up to its capacity, newest
+    /// kept. Returns how many were restored (0 for a tier that does not exist).
+    pub fn restore(&mut self, tier_index: usize, points: &[Point]) -> usize {
+        self.tiers
+            .get_mut(tier_index)
+            .map_or(0, |tier| tier.restore(points))
+    }
 }
 
 /// Merges consecutive points into groups so at most `max_points` remain.
@@ -305,6 +352,10 @@ fn merge(group: &[Point]) -> Point {
         values,
     }
 }
+
+#[cfg(test)]
+#[path = "history_restore_tests.rs"]
+mod restore_tests;
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,8 @@
 //! by the process footprint, which drops when pages are compressed or swapped out. This crate
 //! holds the OS boundary ([`counters`]), process identity and trees ([`process`]), the one
 //! sampling loop ([`sampler`]), in-memory history ([`history`]), pure guard decisions ([`policy`]), stopping
-//! processes safely ([`guard`]), JSONL traces ([`trace`], [`summary`]) and units ([`units`]). It has no Tauri and no clap in it.
+//! processes safely ([`guard`]), JSONL traces ([`trace`], [`summary`]), units ([`units`]), and where files live ([`paths`]), settings ([`settings`]),
+//! SQLite persistence ([`store`]) and the job files of terminal guards ([`jobfile`]). It has no Tauri and no clap in it.
 
 pub mod chart;
 pub mod counters;
@@ -12,9 +13,15 @@ pub mod error;
 #[cfg(unix)]
 pub mod guard;
 pub mod history;
+pub mod jobfile;
+pub mod jobs;
+pub mod monitor;
+pub mod paths;
 pub mod policy;
 pub mod process;
 pub mod sampler;
+pub mod settings;
+pub mod store;
 pub mod summary;
 pub mod trace;
 pub mod units;

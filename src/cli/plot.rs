@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use anyhow::Context;
+use headroom_core::chart::{save_trace_chart, TraceChartOptions};
 use headroom_core::trace::Trace;
 
 /// Renders `trace` with its stage windows to `output` (.svg or .png).
@@ -11,6 +13,10 @@ pub fn write_trace_chart(
     title: &str,
     output: &Path,
 ) -> anyhow::Result<()> {
-    let _ = (trace, stages, title, output);
-    anyhow::bail!("plotting is being wired to core::chart")
+    let opts = TraceChartOptions {
+        title: title.to_string(),
+        ..TraceChartOptions::default()
+    };
+    save_trace_chart(trace, stages, &opts, output)
+        .with_context(|| format!("writing {}", output.display()))
 }

@@ -1,0 +1,194 @@
+//! Job files: how `headroom guard` in a terminal shows its job to the menu-bar app.
+//!
+//! The guard writes one JSON file per job, `<dir>/<pid>-<start_time>.json` in
+//! [`crate::paths::jobs_dir`], atomically (temporary file, then rename) each time its state
+//! changes and about once a second while it runs. The app only reads them ([`JobFile::list`])
+//! to show the job next to its own; the only files it removes are stale ones: a job that
+//! finished more than [`FINISHED_KEEP`] ago, and a job whose process is gone while its file
+//! still says it is waiting, running or stopping (the guard crashed or was killed).
+//!
+//! `pid` and `start_time` name the process the file is about: the guarded command once it
+//! runs, and the guard itself while it waits for room (the guard removes the waiting file
+//! when it writes the running one).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::counters::Counters;
+use crate::history::unix_ms;
+use crate::paths::write_atomic;
+use crate::policy::Verdict;
+use crate::process::ProcessIdentity;
+
+/// How long a finished job's file is kept for the app to show its verdict.
+pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
+
+/// Where a guarded job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobFileState {
+    /// Waiting for room before starting the command.
+    Waiting,
+    /// The command runs under the guard.
+    Running,
+    /// The guard is stopping it (TERM sent, KILL may follow).
+    Stopping,
+    /// It ended; the verdict is in the file.
+    Finished,
+}
+
+/// One guarded job, as published by `headroom guard`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobFile {
+    /// The process the file is about (see the module docs).
+    pub pid: u32,
+    /// Its OS start-time token, so a recycled pid is not taken for it.
+    pub start_time: u64,
+    /// The command line.
+    pub command: String,
+    /// When the guard began, ms since the Unix epoch.
+    pub started_at_ms: i64,
+    /// When the file was last written, ms since the Unix epoch.
+    pub updated_at_ms: i64,
+    /// The swap budget, bytes.
+    pub swap_budget_bytes: u64,
+    /// Swap in use when the job started, bytes.
+    pub swap_start_bytes: u64,
+    /// Swap growth so far (peak minus start), bytes.
+    pub swap_growth_bytes: u64,
+    /// Peak footprint of the job's process tree, bytes, once measured.
+    pub peak_footprint_bytes: Option<u64>,
+    /// Where the job is.
+    pub state: JobFileState,
+    /// The verdict, once finished.
+    pub verdict: Option<Verdict>,
+}
+
+/// Why a job file could not be written or removed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobFileError {
+    /// Writing, renaming or removing failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The job could not be encoded as JSON.
+    #[error("encoding job file: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl JobFile {
+    /// The process this file is about.
+    pub fn identity(&self) -> ProcessIdentity {
+        ProcessIdentity {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+
+    /// `<dir>/<pid>-<start_time>.json`.
+    pub fn path_in(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}-{}.json", self.pid, self.start_time))
+    }
+
+    /// Writes the file into `dir` atomically, creating `dir`. Returns its path.
+    pub fn write_atomic(&self, dir: &Path) -> Result<PathBuf, JobFileError> {
+        let path = self.path_in(dir);
+        let json = serde_json::to_vec_pretty(self)?;
+        write_atomic(&path, &json).map_err(|source| JobFileError::Io {
+            what: "writing",
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+
+    /// Removes the file from `dir`; a file that is already gone is fine.
+    pub fn remove(&self, dir: &Path) -> Result<(), JobFileError> {
+        let path = self.path_in(dir);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(JobFileError::Io {
+                what: "removing",
+                path,
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The jobs in `dir`, oldest first. Files that cannot be read or parsed are skipped with a
+    /// warning; stale files (see the module docs) are removed. A missing `dir` has no jobs.
+    pub fn list(dir: &Path, counters: &Counters) -> Vec<JobFile> {
+        list_at(dir, unix_ms(SystemTime::now()), |id| id.is_alive(counters))
+    }
+
+    /// True when the file should be removed at `now_ms`.
+    fn is_stale(&self, now_ms: i64, is_alive: &impl Fn(&ProcessIdentity) -> bool) -> bool {
+        match self.state {
+            JobFileState::Finished => {
+                let keep_ms = i64::try_from(FINISHED_KEEP.as_millis()).unwrap_or(i64::MAX);
+                now_ms.saturating_sub(self.updated_at_ms) > keep_ms
+            }
+            JobFileState::Waiting | JobFileState::Running | JobFileState::Stopping => {
+                !is_alive(&self.identity())
+            }
+        }
+    }
+}
+
+/// [`JobFile::list`] at `now_ms`, with `is_alive` deciding whether a process still exists.
+fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool) -> Vec<JobFile> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            tracing::warn!("job files: cannot list {}: {e}", dir.display());
+            return Vec::new();
+        }
+    };
+    let mut jobs = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        // Temporary files of an atomic write start with a dot.
+        if name.starts_with('.') || path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let job = match fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| serde_json::from_slice::<JobFile>(&bytes).map_err(|e| e.to_string()))
+        {
+            Ok(job) => job,
+            Err(e) => {
+                tracing::warn!("job files: skipping {}: {e}", path.display());
+                continue;
+            }
+        };
+        if job.is_stale(now_ms, &is_alive) {
+            tracing::debug!("job files: removing stale {}", path.display());
+            if let Err(e) = fs::remove_file(&path) {
+                tracing::debug!("job files: cannot remove {}: {e}", path.display());
+            }
+            continue;
+        }
+        jobs.push(job);
+    }
+    jobs.sort_by_key(|j| (j.started_at_ms, j.pid));
+    jobs
+}
+
+#[cfg(test)]
+#[path = "jobfile_tests.rs"]
+mod tests;

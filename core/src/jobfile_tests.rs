@@ -1,0 +1,142 @@
+//! Tests for job files in a temporary folder.
+
+use super::*;
+use crate::policy::EndReason;
+
+const NOW_MS: i64 = 1_700_000_000_000;
+const HOUR_MS: i64 = 3_600_000;
+
+fn job(pid: u32, state: JobFileState, updated_at_ms: i64) -> JobFile {
+    JobFile {
+        pid,
+        start_time: 4242,
+        command: "python generate.py".into(),
+        started_at_ms: updated_at_ms - 10_000 + i64::from(pid),
+        updated_at_ms,
+        swap_budget_bytes: 8 << 30,
+        swap_start_bytes: 1 << 30,
+        swap_growth_bytes: 300 << 20,
+        peak_footprint_bytes: Some(18 << 30),
+        state,
+        verdict: (state == JobFileState::Finished).then(|| Verdict {
+            fits: true,
+            swap_growth_bytes: 300 << 20,
+            swap_start_bytes: 1 << 30,
+            peak_footprint_bytes: Some(18 << 30),
+            lowest_free_percent: Some(22.0),
+            duration: Duration::from_secs(10),
+            ended: EndReason::Exited { code: 0 },
+        }),
+    }
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn write_creates_dir_and_round_trips() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("state/jobs");
+    let j = job(77, JobFileState::Running, NOW_MS);
+    let path = j.write_atomic(&dir).unwrap();
+    assert_eq!(path, dir.join("77-4242.json"));
+    assert_eq!(path, j.path_in(&dir));
+    let text = fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"state\": \"running\""), "{text}");
+    let mut updated = j.clone();
+    updated.swap_growth_bytes = 1 << 30;
+    updated.write_atomic(&dir).unwrap();
+    assert_eq!(
+        names(&dir),
+        vec!["77-4242.json"],
+        "replaced in place, no temp left"
+    );
+    assert_eq!(list_at(&dir, NOW_MS, |_| true), vec![updated.clone()]);
+    updated.remove(&dir).unwrap();
+    updated.remove(&dir).unwrap(); // already gone: fine
+    assert!(names(&dir).is_empty());
+}
+
+#[test]
+fn missing_dir_has_no_jobs() {
+    let tmp = tempfile::tempdir().unwrap();
+    assert!(list_at(&tmp.path().join("nope"), NOW_MS, |_| true).is_empty());
+}
+
+#[test]
+fn corrupt_and_foreign_files_are_skipped_not_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let good = job(1, JobFileState::Running, NOW_MS);
+    good.write_atomic(dir).unwrap();
+    fs::write(dir.join("2-1.json"), "{ not json").unwrap();
+    fs::write(dir.join("3-1.json"), "{\"pid\": 3}").unwrap();
+    fs::write(dir.join("notes.txt"), "hello").unwrap();
+    fs::write(dir.join(".4-1.json.tmp-9-0"), "partial").unwrap();
+    fs::create_dir(dir.join("5-1.json")).unwrap(); // unreadable as a file
+    assert_eq!(list_at(dir, NOW_MS, |_| true), vec![good]);
+    assert_eq!(
+        names(dir).len(),
+        6,
+        "the app does not delete what it cannot read"
+    );
+}
+
+#[test]
+fn stale_files_are_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let recent_finish = job(10, JobFileState::Finished, NOW_MS - HOUR_MS / 2);
+    let old_finish = job(11, JobFileState::Finished, NOW_MS - 2 * HOUR_MS);
+    let crashed = job(12, JobFileState::Running, NOW_MS - 5_000);
+    let crashed_stopping = job(13, JobFileState::Stopping, NOW_MS - 5_000);
+    let long_running = job(14, JobFileState::Running, NOW_MS - 3 * HOUR_MS);
+    let waiting = job(15, JobFileState::Waiting, NOW_MS);
+    for j in [
+        &recent_finish,
+        &old_finish,
+        &crashed,
+        &crashed_stopping,
+        &long_running,
+        &waiting,
+    ] {
+        j.write_atomic(dir).unwrap();
+    }
+    let alive = |id: &ProcessIdentity| [14, 15].contains(&id.pid);
+    let listed = list_at(dir, NOW_MS, alive);
+    let pids: Vec<u32> = listed.iter().map(|j| j.pid).collect();
+    // Oldest first: 14 started 3 h ago, then 10, then 15.
+    assert_eq!(pids, vec![14, 10, 15]);
+    assert_eq!(
+        names(dir),
+        vec!["10-4242.json", "14-4242.json", "15-4242.json"]
+    );
+    // A finished job's process being gone is expected: it is kept for its verdict.
+    assert!(listed[1].verdict.is_some());
+}
+
+#[test]
+fn list_with_real_counters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let counters = Counters::new();
+    let Ok(me) = ProcessIdentity::of(&counters, std::process::id()) else {
+        eprintln!("process identity unsupported here; skipping");
+        return;
+    };
+    let now_ms = unix_ms(SystemTime::now());
+    let mut mine = job(me.pid, JobFileState::Running, now_ms);
+    mine.start_time = me.start_time;
+    let mut recycled = mine.clone();
+    recycled.start_time = me.start_time.wrapping_add(1);
+    mine.write_atomic(tmp.path()).unwrap();
+    recycled.write_atomic(tmp.path()).unwrap();
+    assert_eq!(JobFile::list(tmp.path(), &counters), vec![mine.clone()]);
+    assert!(!recycled.path_in(tmp.path()).exists());
+    assert_eq!(mine.identity(), me);
+}

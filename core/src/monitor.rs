@@ -1,0 +1,201 @@
+//! The menu-bar app's model: history and jobs fed by the sampler, and the views it shows
+//! (header status, tray title, chart). No UI and no OS calls, so it is tested directly.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
+use crate::counters::{PressureLevel, SystemCounters};
+use crate::history::{unix_ms, History, Metric, METRICS};
+use crate::jobs::{Action, Jobs};
+use crate::sampler::Sample;
+use crate::units::format_bytes_short;
+
+/// Swap counts as growing when it rose more than this over the last minute.
+pub const GROWING_THRESHOLD_BYTES: u64 = 1 << 20;
+/// At most this many points in a chart.
+pub const CHART_POINTS: usize = 300;
+
+/// The header of the popover (and the `tick` event's payload).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatusView {
+    /// Free memory, percent.
+    pub free_percent: f64,
+    /// Physical memory.
+    pub total_bytes: u64,
+    /// Swap in use.
+    pub swap_used_bytes: u64,
+    /// Swap size.
+    pub swap_total_bytes: u64,
+    /// Change of swap in use over the chart window.
+    pub swap_change_bytes: i64,
+    /// Swap grew over the last minute.
+    pub swap_growing: bool,
+    /// Pressure level.
+    pub pressure: Option<PressureLevel>,
+    /// Compressed memory.
+    pub compressed_bytes: Option<u64>,
+    /// When the numbers were read, ms since the epoch.
+    pub sampled_at_ms: i64,
+}
+
+/// History, jobs and the latest reading.
+#[derive(Debug, Default)]
+pub struct Monitor {
+    /// In-memory history.
+    pub history: History,
+    /// Watched and guarded processes.
+    pub jobs: Jobs,
+    last: Option<(SystemTime, SystemCounters)>,
+}
+
+impl Monitor {
+    /// Feeds one sample: history, jobs; returns the jobs' actions.
+    pub fn on_sample(&mut self, sample: &Sample) -> Vec<Action> {
+        if let Some(system) = &sample.system {
+            let watched: u64 = sample
+                .tracked
+                .iter()
+                .filter_map(|t| t.memory.map(|m| m.footprint_bytes))
+                .sum();
+            let any_tracked = sample.tracked.iter().any(|t| t.memory.is_some());
+            let mut values = [None; METRICS];
+            values[Metric::FreePercent as usize] = Some(system.free_percent);
+            values[Metric::SwapUsedBytes as usize] = Some(system.swap_used_bytes as f64);
+            values[Metric::CompressedBytes as usize] = system.compressed_bytes.map(|b| b as f64);
+            values[Metric::WatchedFootprintBytes as usize] = any_tracked.then_some(watched as f64);
+            self.history.add(sample.at, values);
+            self.last = Some((sample.at, system.clone()));
+        }
+        self.jobs.on_sample(sample)
+    }
+
+    /// Swap in use `ago` before the latest reading (the window's first bucket mean).
+    fn swap_at(&self, ago: Duration) -> Option<f64> {
+        let (at, _) = self.last.as_ref()?;
+        self.history
+            .query(ago, *at, 1)
+            .first()
+            .map(|p| f64::from(p.get(Metric::SwapUsedBytes).min))
+            .filter(|v| v.is_finite())
+    }
+
+    /// The header view for a chart window; `None` before the first reading.
+    pub fn status(&self, window: Duration) -> Option<StatusView> {
+        let (at, s) = self.last.as_ref()?;
+        let now = s.swap_used_bytes as f64;
+        let change = self.swap_at(window).map_or(0.0, |then| now - then);
+        let minute = self
+            .swap_at(Duration::from_secs(60))
+            .map_or(0.0, |then| now - then);
+        Some(StatusView {
+            free_percent: s.free_percent,
+            total_bytes: s.total_bytes,
+            swap_used_bytes: s.swap_used_bytes,
+            swap_total_bytes: s.swap_total_bytes,
+            swap_change_bytes: change as i64,
+            swap_growing: minute > GROWING_THRESHOLD_BYTES as f64,
+            pressure: s.pressure,
+            compressed_bytes: s.compressed_bytes,
+            sampled_at_ms: unix_ms(*at),
+        })
+    }
+
+    /// The menu-bar title: `38% · 3.1G↑` (arrow when swap grew in the last minute).
+    pub fn tray_title(&self) -> String {
+        match self.status(Duration::from_secs(60)) {
+            Some(s) => format!(
+                "{:.0}% · {}{}",
+                s.free_percent,
+                format_bytes_short(s.swap_used_bytes),
+                if s.swap_growing { "↑" } else { "" }
+            ),
+            None => "–".to_string(),
+        }
+    }
+
+    /// The chart for a window, as SVG.
+    pub fn chart_svg(&self, window: Duration, dark: bool) -> Result<String, ChartError> {
+        let now = self
+            .last
+            .as_ref()
+            .map_or_else(SystemTime::now, |(at, _)| *at);
+        let points = self.history.query(window, now, CHART_POINTS);
+        history_chart_svg(
+            &points,
+            &HistoryChartOptions {
+                dark,
+                transparent: true,
+                now_ms: Some(unix_ms(now)),
+                ..HistoryChartOptions::default()
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(seq: u64, swap: u64) -> Sample {
+        Sample {
+            seq,
+            at: SystemTime::UNIX_EPOCH
+                + Duration::from_secs(1_700_000_000)
+                + Duration::from_millis(seq * 500),
+            since_start: Duration::from_millis(seq * 500),
+            system: Some(SystemCounters {
+                total_bytes: 48 << 30,
+                free_percent: 38.2,
+                pressure: Some(PressureLevel::Normal),
+                swap_used_bytes: swap,
+                swap_total_bytes: 8 << 30,
+                compressed_bytes: Some(1 << 30),
+                wired_bytes: None,
+                app_bytes: None,
+                swapped_in_bytes: 0,
+                swapped_out_bytes: 0,
+                paged_in_bytes: 0,
+                paged_out_bytes: 0,
+            }),
+            tracked: Vec::new(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn title_shows_free_swap_and_growth_arrow() {
+        let mut m = Monitor::default();
+        assert_eq!(m.tray_title(), "–");
+        for i in 0..200 {
+            m.on_sample(&sample(i, 3 << 30));
+        }
+        assert_eq!(m.tray_title(), "38% · 3.0G");
+        for i in 200..230 {
+            m.on_sample(&sample(i, (3 << 30) + (i - 199) * (10 << 20)));
+        }
+        assert!(m.tray_title().ends_with('↑'), "{}", m.tray_title());
+        let s = m.status(Duration::from_secs(600)).unwrap();
+        assert_eq!(s.swap_change_bytes, 300 << 20);
+        assert!(s.swap_growing);
+    }
+
+    #[test]
+    fn chart_renders_for_each_window() {
+        let mut m = Monitor::default();
+        for i in 0..100 {
+            m.on_sample(&sample(i, i << 20));
+        }
+        for window in [600, 3600, 86_400] {
+            let svg = m
+                .chart_svg(Duration::from_secs(window), window == 3600)
+                .unwrap();
+            assert!(
+                svg.starts_with("<svg") && svg.len() < 60_000,
+                "{}",
+                svg.len()
+            );
+        }
+    }
+}

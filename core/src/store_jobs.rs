@@ -1,0 +1,243 @@
+//! Finished jobs and the watches and guards to take up again after a restart: the `jobs` and
+//! `active_guards` tables of the [`Store`].
+
+use rusqlite::{params, Row};
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError, GUARD_COLUMNS, JOB_COLUMNS};
+use crate::counters::Counters;
+use crate::policy::Verdict;
+use crate::process::ProcessIdentity;
+
+/// Watch (notify and judge) or guard (also stop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobMode {
+    /// Notify and give a verdict.
+    Watch,
+    /// Also stop the job when it passes its budget.
+    Guard,
+}
+
+impl JobMode {
+    /// `watch` or `guard`, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobMode::Watch => "watch",
+            JobMode::Guard => "guard",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "watch" => Some(JobMode::Watch),
+            "guard" => Some(JobMode::Guard),
+            _ => None,
+        }
+    }
+}
+
+/// A job that ended, with its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FinishedJob {
+    /// The job's root process.
+    pub identity: ProcessIdentity,
+    /// Its command line.
+    pub command: String,
+    /// Watched or guarded.
+    pub mode: JobMode,
+    /// When watching began, ms since the Unix epoch.
+    pub started_at_ms: i64,
+    /// When it ended, ms since the Unix epoch.
+    pub ended_at_ms: i64,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// A finished job as stored, with its row id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Row id, increasing.
+    pub id: i64,
+    /// The job.
+    pub job: FinishedJob,
+}
+
+/// A watch or guard that was running, to take up again after Headroom restarts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActiveGuard {
+    /// The watched process; restore only while it is still alive (same start time).
+    pub identity: ProcessIdentity,
+    /// Its command line.
+    pub command: String,
+    /// Watched or guarded.
+    pub mode: JobMode,
+    /// When watching began, ms since the Unix epoch.
+    pub started_at_ms: i64,
+    /// The guard's swap budget (a watch stores the default it would be guarded with).
+    pub swap_budget_bytes: u64,
+    /// The guard's free-memory floor, percent.
+    pub kill_free_percent: f64,
+    /// Swap in use when watching began: growth is measured from here, also after a restart.
+    pub swap_start_bytes: u64,
+}
+
+impl Store {
+    /// Records a finished job; returns its id.
+    pub fn record_job(&mut self, job: &FinishedJob) -> Result<i64, StoreError> {
+        let verdict_json = serde_json::to_string(&job.verdict)?;
+        self.conn.execute(
+            "INSERT INTO jobs (pid, start_time, command, mode, started_at_ms, ended_at_ms, fits, \
+             swap_growth_bytes, peak_footprint_bytes, verdict_json) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                job.identity.pid,
+                job.identity.start_time,
+                job.command,
+                job.mode.as_str(),
+                job.started_at_ms,
+                job.ended_at_ms,
+                job.verdict.fits,
+                job.verdict.swap_growth_bytes,
+                job.verdict.peak_footprint_bytes,
+                verdict_json,
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The `limit` jobs that ended last, newest first. Rows that cannot be read back (an
+    /// unknown mode or verdict) are skipped with a warning.
+    pub fn recent_jobs(&self, limit: usize) -> Result<Vec<JobRecord>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {JOB_COLUMNS} FROM jobs ORDER BY ended_at_ms DESC, id DESC LIMIT ?1"
+        ))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map([limit], |row| {
+            let (identity, command) = identity_command_at(row, 1)?;
+            let started_ended: (i64, i64) = (row.get(5)?, row.get(6)?);
+            let mode_json: (String, String) = (row.get(4)?, row.get(10)?);
+            Ok((
+                row.get::<_, i64>(0)?,
+                identity,
+                command,
+                started_ended,
+                mode_json,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, identity, command, (started_at_ms, ended_at_ms), (mode, json)) = row?;
+            let Some(mode) = JobMode::parse(&mode) else {
+                tracing::warn!("history database: job {id}: unknown mode '{mode}', skipped");
+                continue;
+            };
+            let verdict = match serde_json::from_str(&json) {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!("history database: job {id}: unreadable verdict ({e}), skipped");
+                    continue;
+                }
+            };
+            let job = FinishedJob {
+                identity,
+                command,
+                mode,
+                started_at_ms,
+                ended_at_ms,
+                verdict,
+            };
+            out.push(JobRecord { id, job });
+        }
+        Ok(out)
+    }
+
+    /// Saves (or replaces) a running watch or guard.
+    pub fn save_guard(&mut self, guard: &ActiveGuard) -> Result<(), StoreError> {
+        self.conn.execute(
+            &format!(
+                "INSERT OR REPLACE INTO active_guards ({GUARD_COLUMNS}) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            ),
+            params![
+                guard.identity.pid,
+                guard.identity.start_time,
+                guard.command,
+                guard.mode.as_str(),
+                guard.started_at_ms,
+                guard.swap_budget_bytes,
+                guard.kill_free_percent,
+                guard.swap_start_bytes,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets a watch or guard (its job ended or was released). True if it was saved.
+    pub fn remove_guard(&mut self, identity: ProcessIdentity) -> Result<bool, StoreError> {
+        let n = self.conn.execute(
+            "DELETE FROM active_guards WHERE pid = ?1 AND start_time = ?2",
+            params![identity.pid, identity.start_time],
+        )?;
+        Ok(n > 0)
+    }
+
+    /// Every saved watch and guard, oldest first, alive or not.
+    pub fn active_guards(&self) -> Result<Vec<ActiveGuard>, StoreError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {GUARD_COLUMNS} FROM active_guards ORDER BY started_at_ms, pid"
+        ))?;
+        let rows = stmt.query_map([], |row| {
+            let (identity, command) = identity_command_at(row, 0)?;
+            let mode: String = row.get(3)?;
+            let Some(mode) = JobMode::parse(&mode) else {
+                tracing::warn!(
+                    "history database: guard of pid {}: unknown mode",
+                    identity.pid
+                );
+                return Ok(None);
+            };
+            Ok(Some(ActiveGuard {
+                identity,
+                command,
+                mode,
+                started_at_ms: row.get(4)?,
+                swap_budget_bytes: row.get(5)?,
+                kill_free_percent: row.get(6)?,
+                swap_start_bytes: row.get(7)?,
+            }))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.extend(row?);
+        }
+        Ok(out)
+    }
+
+    /// The saved watches and guards whose process is still the same one (pid and start time),
+    /// deleting the others. Taking them up again is the caller's job.
+    pub fn restorable_guards(
+        &mut self,
+        counters: &Counters,
+    ) -> Result<Vec<ActiveGuard>, StoreError> {
+        let (alive, gone): (Vec<_>, Vec<_>) = self
+            .active_guards()?
+            .into_iter()
+            .partition(|g| g.identity.is_alive(counters));
+        for guard in &gone {
+            self.remove_guard(guard.identity)?;
+        }
+        Ok(alive)
+    }
+}
+
+/// `pid, start_time, command` from columns `at`, `at + 1`, `at + 2`.
+fn identity_command_at(row: &Row<'_>, at: usize) -> rusqlite::Result<(ProcessIdentity, String)> {
+    Ok((
+        ProcessIdentity {
+            pid: row.get(at)?,
+            start_time: row.get(at + 1)?,
+        },
+        row.get(at + 2)?,
+    ))
+}

@@ -1,0 +1,399 @@
+//! Tests for the SQLite store on real files: history round trip, prune, 30 days of minutes,
+//! damaged databases, jobs and guards.
+
+use std::fs;
+use std::time::{Instant, UNIX_EPOCH};
+
+use super::*;
+use crate::counters::Counters;
+use crate::history::History;
+use crate::policy::{EndReason, StopReason, Verdict};
+use crate::process::ProcessIdentity;
+
+const MINUTE_MS: i64 = 60_000;
+const BASE_MS: i64 = 1_700_000_040_000;
+
+fn db() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("data/history.db");
+    (tmp, path)
+}
+
+fn open(path: &Path) -> Store {
+    let (store, problem) = Store::open(path).unwrap();
+    assert_eq!(problem, None);
+    store
+}
+
+fn point(start_ms: i64, free: f32, swap: Option<f32>) -> Point {
+    let agg = |v: f32| Agg {
+        min: v - 1.0,
+        max: v + 1.0,
+        mean: v,
+    };
+    let empty = Agg {
+        min: f32::NAN,
+        max: f32::NAN,
+        mean: f32::NAN,
+    };
+    Point {
+        start_ms,
+        values: [agg(free), swap.map_or(empty, agg), empty, empty],
+    }
+}
+
+/// Equal, with NaN (a missing value) equal to NaN.
+fn same(a: &[Point], b: &[Point]) -> bool {
+    let key = |p: &Point| {
+        let values: Vec<Option<u32>> = p
+            .values
+            .iter()
+            .flat_map(|a| [a.min, a.max, a.mean])
+            .map(|v| (!v.is_nan()).then(|| v.to_bits()))
+            .collect();
+        (p.start_ms, values)
+    };
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| key(x) == key(y))
+}
+
+fn corrupt_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn points_round_trip_with_missing_values() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let pts = vec![
+        point(BASE_MS, 50.0, Some(3e9)),
+        point(BASE_MS + MINUTE_MS, 40.0, None),
+        point(BASE_MS + 2 * MINUTE_MS, 30.0, Some(4e9)),
+    ];
+    assert_eq!(store.save_points(&pts).unwrap(), 3);
+    let back = store.load_points(i64::MIN).unwrap();
+    assert_eq!(back.len(), 3);
+    assert!(same(&back, &pts), "{back:?}");
+    assert_eq!(
+        back[1].get(Metric::FreePercent),
+        pts[1].get(Metric::FreePercent)
+    );
+    assert!(
+        back[1].get(Metric::SwapUsedBytes).is_empty(),
+        "NULL reads back as NaN"
+    );
+    assert!(back[1].get(Metric::SwapUsedBytes).min.is_nan());
+    let nulls: i64 = store
+        .conn
+        .query_row(
+            "SELECT COUNT(*) FROM history_minutes WHERE compressed_bytes_mean IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(nulls, 3, "NaN is stored as NULL");
+
+    // Upsert: the same minute again replaces it (a partial bucket saved, then finished).
+    store
+        .save_points(&[point(BASE_MS + 2 * MINUTE_MS, 35.0, Some(5e9))])
+        .unwrap();
+    let back = store.load_points(BASE_MS + MINUTE_MS).unwrap();
+    assert_eq!(back.len(), 2, "since_ms filters");
+    assert_eq!(back[1].get(Metric::FreePercent).mean, 35.0);
+
+    // Survives closing and reopening.
+    drop(store);
+    let store = open(&path);
+    assert_eq!(store.load_points(i64::MIN).unwrap().len(), 3);
+    let version: i64 = store
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+}
+
+#[test]
+fn prune_keeps_30_days() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let day_ms = 24 * 3600 * 1000;
+    let pts: Vec<Point> = (0..40)
+        .map(|d| point(BASE_MS + d * day_ms, 1.0, None))
+        .collect();
+    store.save_points(&pts).unwrap();
+    let now = UNIX_EPOCH + Duration::from_millis((BASE_MS + 39 * day_ms) as u64);
+    // Days 0..=8 are older than 30 days before day 39.
+    assert_eq!(store.prune(now).unwrap(), 9);
+    let left = store.load_points(i64::MIN).unwrap();
+    assert_eq!(left.len(), 31);
+    assert_eq!(left[0].start_ms, BASE_MS + 9 * day_ms);
+    assert_eq!(store.prune(now).unwrap(), 0);
+}
+
+#[test]
+fn thirty_days_of_minutes_in_one_transaction() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let pts: Vec<Point> = (0..43_200)
+        .map(|m| {
+            point(
+                BASE_MS + m * MINUTE_MS,
+                (m % 100) as f32,
+                Some(m as f32 * 1e6),
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    assert_eq!(store.save_points(&pts).unwrap(), 43_200);
+    let insert = started.elapsed();
+    let started = Instant::now();
+    let back = store.load_points(i64::MIN).unwrap();
+    let load = started.elapsed();
+    let size_bytes: u64 = ["", "-wal"]
+        .iter()
+        .map(|s| fs::metadata(format!("{}{s}", path.display())).map_or(0, |m| m.len()))
+        .sum();
+    eprintln!(
+        "store: 43200 minute rows inserted in {insert:?}, loaded in {load:?}, file {size_bytes} bytes"
+    );
+    assert_eq!(back.len(), 43_200);
+    assert!(same(&back, &pts));
+    // Restoring them into the coarsest tier of a new history fills it exactly.
+    let mut history = History::default();
+    let coarsest = history.tiers().len() - 1;
+    assert_eq!(history.restore(coarsest, &back), 43_200);
+    assert_eq!(history.points(coarsest).len(), 43_200);
+}
+
+#[test]
+fn history_survives_a_restart() {
+    let (_tmp, path) = db();
+    let mut before = History::default();
+    let start = UNIX_EPOCH + Duration::from_millis(BASE_MS as u64);
+    for s in 0..(10 * 60) {
+        let free = 50.0 + (s % 7) as f64;
+        before.add(
+            start + Duration::from_secs(s),
+            [Some(free), Some(1e9), None, None],
+        );
+    }
+    let coarsest = before.tiers().len() - 1;
+    let mut store = open(&path);
+    store.save_points(&before.points(coarsest)).unwrap();
+    drop(store);
+
+    let store = open(&path);
+    let mut after = History::default();
+    after.add(
+        start + Duration::from_secs(600),
+        [Some(70.0), None, None, None],
+    );
+    after.restore(coarsest, &store.load_points(BASE_MS).unwrap());
+    let pts = after.points(coarsest);
+    assert_eq!(pts.len(), 11);
+    assert!(same(&pts[..10], &before.points(coarsest)));
+    assert_eq!(pts[10].get(Metric::FreePercent).mean, 70.0);
+}
+
+#[test]
+fn garbage_file_is_moved_aside_and_replaced() {
+    let (tmp, path) = db();
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 7919 % 251) as u8).collect();
+    fs::write(&path, &garbage).unwrap();
+    let (mut store, problem) = Store::open(&path).unwrap();
+    let problem = problem.expect("a problem");
+    assert_eq!(problem.path, path);
+    assert!(problem.reason.contains("not a database"), "{problem}");
+    let moved = corrupt_files(&tmp.path().join("data"));
+    assert_eq!(moved, vec![problem.moved_to.clone()]);
+    assert!(moved[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("history.db.corrupt-"));
+    assert_eq!(
+        fs::read(&moved[0]).unwrap(),
+        garbage,
+        "the damaged file is kept"
+    );
+    assert!(problem.to_string().contains("moved to"));
+    // The fresh database works and opens cleanly next time.
+    store.save_points(&[point(BASE_MS, 1.0, None)]).unwrap();
+    drop(store);
+    let store = open(&path);
+    assert_eq!(store.load_points(i64::MIN).unwrap().len(), 1);
+}
+
+#[test]
+fn newer_or_foreign_schema_is_moved_aside() {
+    for setup in [
+        "PRAGMA user_version = 99",
+        "CREATE TABLE jobs (x); PRAGMA user_version = 0",
+        "CREATE TABLE history_minutes (start_ms INTEGER); PRAGMA user_version = 1",
+    ] {
+        let (_tmp, path) = db();
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(setup)
+            .unwrap();
+        let (store, problem) = Store::open(&path).unwrap();
+        let problem = problem.unwrap_or_else(|| panic!("{setup}: no problem"));
+        assert!(
+            problem.reason.contains("schema"),
+            "{setup}: {}",
+            problem.reason
+        );
+        assert!(problem.moved_to.exists());
+        assert!(store.recent_jobs(10).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn unopenable_path_is_an_error_and_left_alone() {
+    let (_tmp, path) = db();
+    fs::create_dir_all(&path).unwrap(); // a folder where the file should be
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert!(path.is_dir());
+}
+
+fn verdict(fits: bool, growth_bytes: u64) -> Verdict {
+    Verdict {
+        fits,
+        swap_growth_bytes: growth_bytes,
+        swap_start_bytes: 1 << 30,
+        peak_footprint_bytes: Some(18 << 30),
+        lowest_free_percent: Some(12.5),
+        duration: Duration::from_secs(95),
+        ended: if fits {
+            EndReason::Exited { code: 0 }
+        } else {
+            EndReason::Stopped {
+                reason: StopReason::SwapBudget {
+                    growth_bytes,
+                    budget_bytes: 8 << 30,
+                },
+            }
+        },
+    }
+}
+
+fn job(pid: u32, ended_at_ms: i64, fits: bool) -> FinishedJob {
+    FinishedJob {
+        identity: ProcessIdentity {
+            pid,
+            start_time: 1000 + u64::from(pid),
+        },
+        command: format!("python generate.py --n {pid}"),
+        mode: if fits { JobMode::Watch } else { JobMode::Guard },
+        started_at_ms: ended_at_ms - 95_000,
+        ended_at_ms,
+        verdict: verdict(fits, if fits { 0 } else { 9 << 30 }),
+    }
+}
+
+#[test]
+fn finished_jobs_newest_first() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let jobs = [
+        job(10, BASE_MS, true),
+        job(11, BASE_MS + 2, false),
+        job(12, BASE_MS + 1, true),
+    ];
+    let ids: Vec<i64> = jobs.iter().map(|j| store.record_job(j).unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let recent = store.recent_jobs(2).unwrap();
+    assert_eq!(recent.len(), 2);
+    assert_eq!(recent[0].job, jobs[1]);
+    assert_eq!(recent[0].id, ids[1]);
+    assert_eq!(recent[1].job, jobs[2]);
+    let (fits, growth): (bool, u64) = store
+        .conn
+        .query_row(
+            "SELECT fits, swap_growth_bytes FROM jobs WHERE id = ?1",
+            [ids[1]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((fits, growth), (false, 9 << 30), "queryable columns");
+    // A row whose verdict cannot be read is skipped, not an error.
+    store
+        .conn
+        .execute("UPDATE jobs SET verdict_json = '{' WHERE id = ?1", [ids[1]])
+        .unwrap();
+    let recent = store.recent_jobs(10).unwrap();
+    assert_eq!(recent.len(), 2);
+    assert!(recent.iter().all(|r| r.id != ids[1]));
+}
+
+fn guard(identity: ProcessIdentity, budget_bytes: u64) -> ActiveGuard {
+    ActiveGuard {
+        identity,
+        command: "python train.py".into(),
+        mode: JobMode::Guard,
+        started_at_ms: BASE_MS,
+        swap_budget_bytes: budget_bytes,
+        kill_free_percent: 10.0,
+        swap_start_bytes: 2 << 30,
+    }
+}
+
+#[test]
+fn guards_save_replace_remove() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let a = ProcessIdentity {
+        pid: 100,
+        start_time: 5,
+    };
+    let b = ProcessIdentity {
+        pid: 100,
+        start_time: 6,
+    };
+    store.save_guard(&guard(a, 8 << 30)).unwrap();
+    store.save_guard(&guard(b, 8 << 30)).unwrap();
+    store.save_guard(&guard(a, 4 << 30)).unwrap(); // replaces
+    let all = store.active_guards().unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(
+        all.iter().find(|g| g.identity == a),
+        Some(&guard(a, 4 << 30))
+    );
+    assert!(store.remove_guard(a).unwrap());
+    assert!(!store.remove_guard(a).unwrap());
+    drop(store);
+    let store = open(&path);
+    assert_eq!(store.active_guards().unwrap(), vec![guard(b, 8 << 30)]);
+}
+
+#[test]
+fn restorable_guards_keep_only_live_processes() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let counters = Counters::new();
+    let Ok(me) = ProcessIdentity::of(&counters, std::process::id()) else {
+        eprintln!("process identity unsupported here; skipping");
+        return;
+    };
+    let recycled = ProcessIdentity {
+        pid: me.pid,
+        start_time: me.start_time.wrapping_add(1),
+    };
+    store.save_guard(&guard(me, 8 << 30)).unwrap();
+    store.save_guard(&guard(recycled, 8 << 30)).unwrap();
+    let live = store.restorable_guards(&counters).unwrap();
+    assert_eq!(live, vec![guard(me, 8 << 30)]);
+    assert_eq!(
+        store.active_guards().unwrap(),
+        live,
+        "the dead one is deleted"
+    );
+}

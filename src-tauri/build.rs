@@ -1,0 +1,5 @@
+//! Tauri's build step: embeds the config, capabilities and icons.
+
+fn main() {
+    tauri_build::build()
+}

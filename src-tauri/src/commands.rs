@@ -1,0 +1,265 @@
+//! The page's commands. Each delegates to headroom-core and returns data or a message for
+//! people (a `String` error naming the field at fault, for forms).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use headroom_core::jobs::{JobMode, JobStatus, JobView};
+use headroom_core::monitor::StatusView;
+use headroom_core::policy::GuardConfig;
+use headroom_core::process::ProcessIdentity;
+use headroom_core::settings::{Settings, SettingsUpdate};
+use headroom_core::units;
+use serde::Serialize;
+use tauri::State;
+
+use crate::state::{lock, AppState};
+
+/// Most rows the process list shows.
+const MAX_PROCESSES: usize = 150;
+/// Allowed chart windows, seconds.
+const WINDOWS: [u64; 3] = [600, 3600, 86_400];
+
+fn window(window_seconds: u64) -> Result<Duration, String> {
+    WINDOWS
+        .contains(&window_seconds)
+        .then(|| Duration::from_secs(window_seconds))
+        .ok_or_else(|| format!("window: {window_seconds} s is not one of 600, 3600, 86400"))
+}
+
+/// Header numbers for a chart window.
+#[tauri::command]
+pub fn get_status(state: State<'_, AppState>, window_seconds: u64) -> Result<StatusView, String> {
+    let w = window(window_seconds)?;
+    lock(&state.monitor)
+        .status(w)
+        .ok_or_else(|| "no memory reading yet".to_string())
+}
+
+/// The history chart as SVG.
+#[tauri::command]
+pub fn get_chart(
+    state: State<'_, AppState>,
+    window_seconds: u64,
+    dark: bool,
+) -> Result<String, String> {
+    let w = window(window_seconds)?;
+    lock(&state.monitor)
+        .chart_svg(w, dark)
+        .map_err(|e| format!("chart: {e}"))
+}
+
+/// One row of the process list.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessRow {
+    pid: u32,
+    ppid: u32,
+    uid: u32,
+    name: String,
+    command: String,
+    footprint_bytes: u64,
+    resident_bytes: u64,
+    swap_bytes: Option<u64>,
+}
+
+/// Processes sorted by footprint, filtered by `query` (name, command or pid).
+#[tauri::command]
+pub fn get_processes(state: State<'_, AppState>, query: String) -> Result<Vec<ProcessRow>, String> {
+    let rows = state
+        .counters
+        .scan_footprints()
+        .map_err(|e| e.to_string())?;
+    let commands: HashMap<u32, String> = state
+        .counters
+        .list_processes()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|p| (p.pid, p.command))
+        .collect();
+    let needle = query.trim().to_lowercase();
+    let mut out: Vec<ProcessRow> = rows
+        .into_iter()
+        .map(|r| ProcessRow {
+            command: commands.get(&r.pid).cloned().unwrap_or_default(),
+            pid: r.pid,
+            ppid: r.ppid,
+            uid: r.uid,
+            name: r.name,
+            footprint_bytes: r.memory.footprint_bytes,
+            resident_bytes: r.memory.resident_bytes,
+            swap_bytes: r.memory.swap_bytes,
+        })
+        .filter(|r| {
+            needle.is_empty()
+                || r.name.to_lowercase().contains(&needle)
+                || r.command.to_lowercase().contains(&needle)
+                || r.pid.to_string() == needle
+        })
+        .collect();
+    out.sort_by_key(|r| std::cmp::Reverse(r.footprint_bytes));
+    out.truncate(MAX_PROCESSES);
+    Ok(out)
+}
+
+/// A job as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct UiJob {
+    id: String,
+    pid: u32,
+    command: String,
+    mode: &'static str,
+    state: &'static str,
+    swap_growth_bytes: u64,
+    swap_budget_bytes: Option<u64>,
+    peak_footprint_bytes: Option<u64>,
+    verdict: Option<UiVerdict>,
+    read_only: bool,
+}
+
+/// A verdict as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct UiVerdict {
+    fits: bool,
+    text: String,
+}
+
+fn ui_job(v: JobView) -> UiJob {
+    UiJob {
+        id: format!("job-{}", v.id),
+        pid: v.pid,
+        command: v.command,
+        mode: match v.mode {
+            JobMode::Watch => "watch",
+            JobMode::Guard => "guard",
+        },
+        state: match v.state {
+            JobStatus::Running => "running",
+            JobStatus::Stopping => "stopping",
+            JobStatus::Stopped => "stopped",
+            JobStatus::Finished => "finished",
+        },
+        swap_growth_bytes: v.swap_growth_bytes,
+        swap_budget_bytes: v.swap_budget_bytes,
+        peak_footprint_bytes: v.peak_footprint_bytes,
+        verdict: v.verdict.map(|verdict| UiVerdict {
+            fits: verdict.fits,
+            text: verdict.to_string(),
+        }),
+        read_only: false,
+    }
+}
+
+fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> Result<UiJob, String> {
+    let id = ProcessIdentity::of(&state.counters, pid).map_err(|e| format!("pid {pid}: {e}"))?;
+    if mode == JobMode::Guard {
+        state
+            .safety
+            .check(&state.counters, &id)
+            .map_err(|refusal| format!("cannot guard pid {pid}: {refusal}"))?;
+    }
+    let info = state
+        .counters
+        .process_info(pid)
+        .map_err(|e| format!("pid {pid}: {e}"))?;
+    let command = if info.command.is_empty() {
+        info.name
+    } else {
+        info.command
+    };
+    let swap_now = state
+        .counters
+        .read_system()
+        .map(|s| s.swap_used_bytes)
+        .map_err(|e| e.to_string())?;
+    let mut monitor = lock(&state.monitor);
+    let job_id = monitor.jobs.add(id, command, mode, cfg, swap_now);
+    state.sampler.track(id);
+    monitor
+        .jobs
+        .views()
+        .into_iter()
+        .find(|j| j.id == job_id)
+        .map(ui_job)
+        .ok_or_else(|| "job vanished".to_string())
+}
+
+/// Watch a process: notifications and a verdict.
+#[tauri::command]
+pub fn watch(state: State<'_, AppState>, pid: u32) -> Result<UiJob, String> {
+    let cfg = lock(&state.settings).guard_config();
+    add_job(&state, pid, JobMode::Watch, cfg)
+}
+
+/// Guard a process: as watch, and stop it past its budget. Budget and floor come as typed.
+#[tauri::command]
+pub fn guard(
+    state: State<'_, AppState>,
+    pid: u32,
+    swap_budget: String,
+    kill_free: String,
+) -> Result<UiJob, String> {
+    let budget = units::parse_bytes(&swap_budget)
+        .ok()
+        .filter(|&b| b > 0)
+        .ok_or_else(|| {
+            format!("swap budget: invalid size '{swap_budget}': expected e.g. 8G or 512M")
+        })?;
+    let floor = units::parse_percent(&kill_free).map_err(|e| format!("kill free: {e}"))?;
+    let cfg = GuardConfig {
+        swap_budget_bytes: budget,
+        kill_free_percent: floor,
+        ..lock(&state.settings).guard_config()
+    };
+    add_job(&state, pid, JobMode::Guard, cfg)
+}
+
+/// Stop watching or guarding a job (never stops its process).
+#[tauri::command]
+pub fn unguard(state: State<'_, AppState>, id: String) -> Result<(), String> {
+    let n: u64 = id
+        .strip_prefix("job-")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("job '{id}' cannot be unguarded here"))?;
+    let identity = lock(&state.monitor)
+        .jobs
+        .remove(n)
+        .ok_or_else(|| format!("no job '{id}'"))?;
+    state.sampler.untrack(identity);
+    Ok(())
+}
+
+/// Jobs of the app, and read-only ones of `headroom guard` runs in terminals.
+#[tauri::command]
+pub fn get_jobs(state: State<'_, AppState>) -> Vec<UiJob> {
+    let mut jobs: Vec<UiJob> = lock(&state.monitor)
+        .jobs
+        .views()
+        .into_iter()
+        .map(ui_job)
+        .collect();
+    jobs.extend(crate::ticker::external_jobs(&state));
+    jobs
+}
+
+/// Settings as the form edits them.
+#[tauri::command]
+pub fn get_settings(state: State<'_, AppState>) -> SettingsUpdate {
+    SettingsUpdate::from(&*lock(&state.settings))
+}
+
+/// Validates, applies and saves settings; the error names the field.
+#[tauri::command]
+pub fn set_settings(
+    app: tauri::AppHandle<impl tauri::Runtime>,
+    state: State<'_, AppState>,
+    settings: SettingsUpdate,
+) -> Result<SettingsUpdate, String> {
+    let new: Settings = settings.validate().map_err(|e| e.to_string())?;
+    new.save(&state.dirs.settings_path())
+        .map_err(|e| format!("saving settings: {e}"))?;
+    state.sampler.set_interval(new.sample_interval);
+    crate::notify::apply_launch_at_login(&app, new.launch_at_login);
+    let out = SettingsUpdate::from(&new);
+    *lock(&state.settings) = new;
+    Ok(out)
+}

@@ -1,0 +1,100 @@
+//! headroom-app: the menu-bar shell. Thin: it wires headroom-core to a tray, a popover
+//! window, notifications and the page's commands. The builder is generic over the runtime,
+//! so commands are tested with Tauri's mock runtime; the tray and plugins are added only by
+//! [`run`].
+
+mod commands;
+mod notify;
+mod state;
+mod ticker;
+#[cfg(not(test))]
+mod tray;
+mod window;
+
+use tauri::{Builder, Manager, Runtime};
+
+pub use state::AppState;
+
+/// Registers the app's state and commands: everything tests need, nothing that draws.
+pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<R> {
+    builder
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            commands::get_status,
+            commands::get_chart,
+            commands::get_processes,
+            commands::watch,
+            commands::guard,
+            commands::unguard,
+            commands::get_jobs,
+            commands::get_settings,
+            commands::set_settings,
+        ])
+}
+
+/// Starts the menu-bar app and runs until Quit.
+pub fn run() {
+    init_logging();
+    let state = match AppState::new(headroom_core::paths::Dirs::current()) {
+        Ok(state) => state,
+        Err(e) => {
+            eprintln!("headroom-app: cannot start: {e:#}");
+            std::process::exit(1);
+        }
+    };
+    let builder = app_builder(tauri::Builder::default(), state)
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_autostart::init(
+            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
+            None,
+        ));
+    #[cfg(target_os = "macos")]
+    let builder = builder.plugin(tauri_plugin_positioner::init());
+    let app = builder
+        .setup(|app| {
+            #[cfg(target_os = "macos")]
+            app.set_activation_policy(tauri::ActivationPolicy::Accessory);
+            #[cfg(not(test))]
+            tray::build(app.handle())?;
+            ticker::start(app.handle().clone());
+            notify::report_startup_problems(app.handle());
+            if window::show_requested() {
+                window::show(app.handle());
+            }
+            Ok(())
+        })
+        .on_window_event(window::on_event)
+        .build(tauri::generate_context!());
+    let app = match app {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("headroom-app: cannot start the app: {e}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|handle, event| {
+        // Closing the popover never quits a menu-bar app; only the tray's Quit does.
+        if let tauri::RunEvent::ExitRequested { api, code, .. } = &event {
+            if code.is_none() {
+                api.prevent_exit();
+            }
+        }
+        if let tauri::RunEvent::Exit = event {
+            if let Some(state) = handle.try_state::<AppState>() {
+                state.shutdown();
+            }
+        }
+    });
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HEADROOM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,5 @@
+//! The Headroom menu-bar app's entry point.
+
+fn main() {
+    headroom_app::run();
+}

@@ -1,0 +1,182 @@
+//! Commands through Tauri's mock runtime: status, chart windows, processes, watch/guard with
+//! validation errors, unguard, settings. Real counters, real processes.
+
+use headroom_core::paths::Dirs;
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::WebviewWindow;
+
+use super::*;
+
+struct App {
+    _app: tauri::App<tauri::test::MockRuntime>,
+    window: WebviewWindow<tauri::test::MockRuntime>,
+    _home: tempfile::TempDir,
+}
+
+fn app() -> App {
+    let home = tempfile::tempdir().unwrap();
+    let state = AppState::new(Dirs::under(home.path())).unwrap();
+    let app = app_builder(mock_builder(), state)
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    App {
+        _app: app,
+        window,
+        _home: home,
+    }
+}
+
+fn call(app: &App, cmd: &str, args: Value) -> Result<Value, Value> {
+    get_ipc_response(
+        &app.window,
+        InvokeRequest {
+            cmd: cmd.into(),
+            callback: CallbackFn(0),
+            error: CallbackFn(1),
+            // The local origin on Linux and macOS (`http://tauri.localhost` is Windows only).
+            url: "tauri://localhost".parse().unwrap(),
+            body: InvokeBody::Json(args),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        },
+    )
+    .map(|b| b.deserialize::<Value>().unwrap())
+}
+
+#[test]
+fn status_and_chart_for_each_window() {
+    let app = app();
+    let s = call(&app, "get_status", json!({"windowSeconds": 600})).unwrap();
+    assert!(s["total_bytes"].as_u64().unwrap() > 0);
+    assert!((0.0..=100.0).contains(&s["free_percent"].as_f64().unwrap()));
+    for w in [600, 3600, 86_400] {
+        let svg = call(
+            &app,
+            "get_chart",
+            json!({"windowSeconds": w, "dark": w == 3600}),
+        )
+        .unwrap();
+        assert!(svg.as_str().unwrap().starts_with("<svg"));
+    }
+    let err = call(
+        &app,
+        "get_chart",
+        json!({"windowSeconds": 5, "dark": false}),
+    )
+    .unwrap_err();
+    assert!(err.as_str().unwrap().starts_with("window:"), "{err}");
+}
+
+#[test]
+fn processes_are_sorted_and_searchable() {
+    let app = app();
+    let mut child = std::process::Command::new("sleep")
+        .arg("4242")
+        .spawn()
+        .unwrap();
+    let all = call(&app, "get_processes", json!({"query": ""})).unwrap();
+    let rows = all.as_array().unwrap();
+    assert!(rows.len() > 1);
+    let fps: Vec<u64> = rows
+        .iter()
+        .map(|r| r["footprint_bytes"].as_u64().unwrap())
+        .collect();
+    assert!(fps.windows(2).all(|w| w[0] >= w[1]));
+    let found = call(&app, "get_processes", json!({"query": "SLEEP 4242"})).unwrap();
+    let found = found.as_array().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["pid"], child.id());
+}
+
+#[test]
+fn guard_validates_then_watch_guard_unguard() {
+    let app = app();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let e = call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "lots", "killFree": "10"}),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().starts_with("swap budget:"), "{e}");
+    let e = call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "8G", "killFree": "120"}),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().starts_with("kill free:"), "{e}");
+    let e = call(
+        &app,
+        "guard",
+        json!({"pid": 1, "swapBudget": "8G", "killFree": "10"}),
+    )
+    .unwrap_err();
+    assert!(e.as_str().unwrap().contains("cannot guard pid 1"), "{e}");
+    let e = call(&app, "watch", json!({"pid": 4_000_000})).unwrap_err();
+    assert!(e.as_str().unwrap().starts_with("pid 4000000"), "{e}");
+
+    let job = call(&app, "watch", json!({"pid": pid})).unwrap();
+    assert_eq!(job["mode"], "watch");
+    let job = call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "100M", "killFree": "5"}),
+    )
+    .unwrap();
+    assert_eq!(job["mode"], "guard");
+    assert_eq!(job["swap_budget_bytes"], 100u64 << 20);
+    assert_eq!(job["state"], "running");
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    assert_eq!(jobs.as_array().unwrap().len(), 1);
+    call(&app, "unguard", json!({"id": job["id"]})).unwrap();
+    assert!(call(&app, "get_jobs", json!({}))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(call(&app, "unguard", json!({"id": job["id"]})).is_err());
+    // Unguard never stopped it.
+    assert!(child.try_wait().unwrap().is_none());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn settings_round_trip_and_field_errors() {
+    let app = app();
+    let s = call(&app, "get_settings", json!({})).unwrap();
+    assert_eq!(s["default_swap_budget"], "8G");
+    let mut new = s.clone();
+    new["sample_interval"] = json!("1s");
+    new["default_swap_budget"] = json!("4G");
+    let saved = call(&app, "set_settings", json!({"settings": new})).unwrap();
+    assert_eq!(saved["default_swap_budget"], "4G");
+    assert_eq!(
+        call(&app, "get_settings", json!({})).unwrap()["sample_interval"],
+        "1s"
+    );
+    let mut bad = s;
+    bad["notify_step"] = json!("huge");
+    let e = call(&app, "set_settings", json!({"settings": bad})).unwrap_err();
+    assert!(
+        e.as_str()
+            .unwrap()
+            .to_lowercase()
+            .starts_with("notification step")
+            || e.as_str().unwrap().contains("notify"),
+        "{e}"
+    );
+}

@@ -1,0 +1,137 @@
+//! The menu-bar item: icon, title (`38% · 3.1G↑`), and the menu (Open Headroom, Pause
+//! notifications for 1 hour, Launch at login, Quit). The menu is built once; each sample
+//! only changes the title (and the icon while swap grows during a watched job).
+//!
+//! macOS: a template icon; left click toggles the popover under the icon. Linux: the title
+//! is the appindicator label and every action is in the menu (no tray click events there).
+
+use std::time::Duration;
+
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
+use tauri::{AppHandle, Manager, Runtime};
+
+use crate::state::{lock, AppState};
+use crate::window;
+
+const TRAY_ID: &str = "main";
+const PAUSE_FOR: Duration = Duration::from_secs(3600);
+
+fn normal_icon() -> Image<'static> {
+    #[cfg(target_os = "macos")]
+    {
+        tauri::include_image!("icons/tray-template.png")
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        tauri::include_image!("icons/tray-linux.png")
+    }
+}
+
+fn growing_icon() -> Image<'static> {
+    tauri::include_image!("icons/tray-growing.png")
+}
+
+/// Builds the tray icon and its menu.
+pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    let open = MenuItem::with_id(app, "open", "Open Headroom", true, None::<&str>)?;
+    let pause = CheckMenuItem::with_id(
+        app,
+        "pause",
+        "Pause notifications for 1 hour",
+        true,
+        false,
+        None::<&str>,
+    )?;
+    let at_login = app
+        .try_state::<AppState>()
+        .is_some_and(|s| lock(&s.settings).launch_at_login);
+    let login = CheckMenuItem::with_id(
+        app,
+        "login",
+        "Launch at login",
+        true,
+        at_login,
+        None::<&str>,
+    )?;
+    let quit = MenuItem::with_id(app, "quit", "Quit Headroom", true, None::<&str>)?;
+    let menu = Menu::with_items(
+        app,
+        &[
+            &open,
+            &PredefinedMenuItem::separator(app)?,
+            &pause,
+            &login,
+            &PredefinedMenuItem::separator(app)?,
+            &quit,
+        ],
+    )?;
+    let title = app
+        .try_state::<AppState>()
+        .map(|s| lock(&s.monitor).tray_title())
+        .unwrap_or_default();
+    let pause_item = pause.clone();
+    let login_item = login.clone();
+    TrayIconBuilder::with_id(TRAY_ID)
+        .icon(normal_icon())
+        .icon_as_template(cfg!(target_os = "macos"))
+        .title(&title)
+        .tooltip("Headroom")
+        .menu(&menu)
+        .show_menu_on_left_click(false)
+        .on_menu_event(move |app, event| match event.id().as_ref() {
+            "open" => window::show(app),
+            "pause" => {
+                let paused = pause_item.is_checked().unwrap_or(false);
+                if let Some(state) = app.try_state::<AppState>() {
+                    state.pause_notifications(paused.then_some(PAUSE_FOR));
+                }
+            }
+            "login" => {
+                let on = login_item.is_checked().unwrap_or(false);
+                crate::notify::apply_launch_at_login(app, on);
+                if let Some(state) = app.try_state::<AppState>() {
+                    let mut settings = lock(&state.settings);
+                    settings.launch_at_login = on;
+                    if let Err(e) = settings.save(&state.dirs.settings_path()) {
+                        tracing::warn!(error = %e, "saving settings");
+                    }
+                }
+            }
+            "quit" => app.exit(0),
+            _ => {}
+        })
+        .on_tray_icon_event(|tray, event| {
+            #[cfg(target_os = "macos")]
+            tauri_plugin_positioner::on_tray_event(tray.app_handle(), &event);
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                ..
+            } = event
+            {
+                window::toggle(tray.app_handle());
+            }
+        })
+        .build(app)?;
+    Ok(())
+}
+
+/// Sets the title; swaps the icon only when `growing` is given (it changed): icons are not
+/// re-set on every sample.
+pub fn update<R: Runtime>(app: &AppHandle<R>, title: &str, growing: Option<bool>) {
+    let Some(tray) = app.tray_by_id(TRAY_ID) else {
+        return;
+    };
+    let _ = tray.set_title(Some(title));
+    if let Some(growing) = growing {
+        let _ = tray.set_icon(Some(if growing {
+            growing_icon()
+        } else {
+            normal_icon()
+        }));
+        #[cfg(target_os = "macos")]
+        let _ = tray.set_icon_as_template(!growing);
+    }
+}

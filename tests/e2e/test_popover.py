@@ -1,0 +1,83 @@
+"""The popover end to end, as a user sees it: real numbers and chart, a memory hog found by
+searching, guarded from its row with a 100M budget, stopped on real swap, its verdict in the
+Jobs list, and the notifications delivered to a real notification server."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from selenium.webdriver.common.by import By
+
+from conftest import ARTIFACTS, ROOT, TARGET
+
+
+def wait_for(fn, timeout=30, what="condition"):
+    end = time.time() + timeout
+    last = None
+    while time.time() < end:
+        try:
+            v = fn()
+            if v:
+                return v
+        except Exception as e:  # the page may be re-rendering
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}: {last}")
+
+
+def shot(driver, name):
+    path = os.path.join(ARTIFACTS, name)
+    driver.save_screenshot(path)
+    return path
+
+
+def test_header_and_chart_show_real_numbers(driver):
+    free = wait_for(lambda: driver.find_element(By.ID, "free-percent").text.strip(), what="free %")
+    assert re.search(r"\d+\s*%", free), free
+    meminfo = dict(l.split(":", 1) for l in open("/proc/meminfo"))
+    expected = int(meminfo["MemAvailable"].split()[0]) * 100 / int(meminfo["MemTotal"].split()[0])
+    assert abs(float(re.search(r"\d+", free).group()) - expected) < 3, (free, expected)
+    svg = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#chart svg"), what="chart svg")
+    assert svg
+    for tab in driver.find_elements(By.CSS_SELECTOR, ".tab[data-window]"):
+        tab.click()
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#chart svg"), what="chart after tab")
+    shot(driver, "popover-start.png")
+
+
+def test_guard_a_hog_from_the_list(driver, rig, notifications):
+    tag = f"e2e-hog-{os.getpid()}"
+    hog = os.path.join(TARGET, "debug/examples/hog")
+    proc = subprocess.Popen(rig.wrap([hog, "400M", "--delay", "4000", "--tag", tag]),
+                            stderr=subprocess.DEVNULL)
+    try:
+        search = driver.find_element(By.ID, "search")
+        search.clear()
+        search.send_keys(tag)
+        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{proc.pid}']"),
+                       what="the hog's row")
+        row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+        budget = wait_for(lambda: driver.find_element(By.ID, "guard-budget"), what="guard form")
+        budget.clear()
+        budget.send_keys("100M")
+        driver.find_element(By.ID, "guard-submit").click()
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#jobs .job"), what="a job row")
+        verdict = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, "#jobs .job .verdict").text.strip(),
+                           timeout=90, what="the verdict")
+        assert "doesn't fit" in verdict, verdict
+        assert proc.wait(10) != 0, "the hog was stopped by a signal"
+        shot(driver, "popover-guarded.png")
+        job_text = driver.find_element(By.CSS_SELECTOR, "#jobs .job").text.lower()
+        assert "stopped" in job_text, job_text
+        sent = wait_for(lambda: [n for n in notifications() if "doesn't fit" in (n["summary"] + n["body"])],
+                        what="the verdict notification")
+        summaries = [n["summary"] for n in notifications()]
+        assert "Stopped a job" in summaries, summaries
+        assert sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if os.environ.get("HEADROOM_UPDATE_SCREENSHOT") == "1":
+        shutil.copy(os.path.join(ARTIFACTS, "popover-guarded.png"), os.path.join(ROOT, "docs/screenshot.png"))

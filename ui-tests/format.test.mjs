@@ -1,0 +1,54 @@
+// Unit checks of ui/format.js (pure functions): node ui-tests/format.test.mjs
+import assert from 'node:assert/strict';
+import {
+  formatBytes, formatSignedBytes, formatPercentNumber, formatWindow, pressureWord,
+  budgetUse, matchFieldError, errorText,
+} from '../ui/format.js';
+
+const GB = 2 ** 30;
+const MB = 2 ** 20;
+
+assert.equal(formatBytes(3.1 * GB), '3.1 GB');
+assert.equal(formatBytes(812 * MB), '812 MB');
+assert.equal(formatBytes(48 * GB), '48.0 GB');
+assert.equal(formatBytes(48 * GB, { trim: true }), '48 GB');
+assert.equal(formatBytes(128 * GB), '128 GB');
+assert.equal(formatBytes(999 * MB), '999 MB');
+assert.equal(formatBytes(1000 * MB), '1.0 GB');
+assert.equal(formatBytes(1023.9 * MB), '1.0 GB');
+assert.equal(formatBytes(4.2 * MB), '4 MB');
+assert.equal(formatBytes(300 * 1024), '300 KB');
+assert.equal(formatBytes(0), '0 MB');
+assert.equal(formatBytes(null), '–');
+assert.equal(formatBytes(NaN), '–');
+assert.equal(formatSignedBytes(1.2 * GB), '+1.2 GB');
+assert.equal(formatSignedBytes(-640 * MB), '-640 MB');
+assert.equal(formatSignedBytes(0), '+0 MB');
+assert.equal(formatSignedBytes(9.6 * GB), '+9.6 GB');
+assert.equal(formatPercentNumber(38.4), '38');
+assert.equal(formatPercentNumber(101), '100');
+assert.equal(formatWindow(600), '10 min');
+assert.equal(formatWindow(3600), '1 h');
+assert.equal(formatWindow(86400), '24 h');
+assert.equal(pressureWord('warn'), 'Warning');
+assert.equal(pressureWord(null), 'Pressure n/a');
+assert.deepEqual(budgetUse(7.1 * GB, 8 * GB).level, 'warn');
+assert.deepEqual(budgetUse(7.5 * GB, 8 * GB).level, 'over');
+assert.deepEqual(budgetUse(9.6 * GB, 8 * GB).fraction, 1);
+assert.equal(budgetUse(1, null), null);
+
+const guardFields = { budget: ['swap budget'], killFree: ['kill free'] };
+assert.deepEqual(matchFieldError("swap budget: invalid size 'x': expected", guardFields),
+  { field: 'budget', message: "invalid size 'x': expected" });
+assert.deepEqual(matchFieldError('Kill free: must be 0-100', guardFields),
+  { field: 'killFree', message: 'must be 0-100' });
+assert.deepEqual(matchFieldError('kill_free: bad', guardFields), { field: 'killFree', message: 'bad' });
+assert.deepEqual(matchFieldError('guard: swap budget: too big', guardFields), { field: 'budget', message: 'too big' });
+assert.deepEqual(matchFieldError('process 42 is gone', guardFields), { field: null, message: 'process 42 is gone' });
+const settingsFields = { budget: ['default swap budget', 'swap budget'], step: ['notify step'] };
+assert.equal(matchFieldError('default swap budget: no', settingsFields).field, 'budget');
+assert.equal(matchFieldError('notify_step: no', settingsFields).field, 'step');
+assert.equal(errorText(new Error('boom')), 'boom');
+assert.equal(errorText({ message: 'obj' }), 'obj');
+assert.equal(errorText(undefined), 'unknown error');
+console.log('format.js: all passed');

@@ -1,0 +1,68 @@
+// The only module that talks to Rust. Every call goes through window.__TAURI__ (the app sets
+// `withGlobalTauri`), so a test can define a fake window.__TAURI__ before the page loads.
+// All functions return Promises; a failed command rejects with the command's error (a string).
+
+function tauri() {
+  const t = window.__TAURI__;
+  if (!t || !t.core || typeof t.core.invoke !== 'function') {
+    throw new Error('Tauri API unavailable');
+  }
+  return t;
+}
+
+async function call(name, args) {
+  return tauri().core.invoke(name, args);
+}
+
+/** System status: free %, swap, pressure. `windowSeconds` sets the swap-change window. */
+export function getStatus(windowSeconds) {
+  return call('get_status', { windowSeconds });
+}
+
+/** SVG markup of the history chart (rendered by Rust). */
+export function getChart(windowSeconds, dark) {
+  return call('get_chart', { windowSeconds, dark });
+}
+
+/** Processes sorted by footprint, filtered by `query`. */
+export function getProcesses(query) {
+  return call('get_processes', { query });
+}
+
+/** Start watching a process; resolves to the Job. */
+export function watch(pid) {
+  return call('watch', { pid });
+}
+
+/** Start guarding a process; `swapBudget` and `killFree` are strings as typed. */
+export function guard(pid, swapBudget, killFree) {
+  return call('guard', { pid, swapBudget, killFree });
+}
+
+/** Stop watching/guarding a job (never kills it). */
+export function unguard(id) {
+  return call('unguard', { id });
+}
+
+/** All jobs: watched, guarded and external (`headroom guard` in a terminal). */
+export function getJobs() {
+  return call('get_jobs');
+}
+
+export function getSettings() {
+  return call('get_settings');
+}
+
+export function setSettings(settings) {
+  return call('set_settings', { settings });
+}
+
+/**
+ * Calls `handler(payload)` on every `tick` event. Resolves to an unlisten function
+ * (a no-op when events are unavailable).
+ */
+export async function onTick(handler) {
+  const t = tauri();
+  if (!t.event || typeof t.event.listen !== 'function') return () => {};
+  return t.event.listen('tick', (event) => handler(event ? event.payload : undefined));
+}

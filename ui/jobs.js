@@ -1,0 +1,121 @@
+// The Jobs section: one row per watched, guarded or external job, keyed by job id.
+
+import { el, setText, setAttr, placeChildren } from './dom.js';
+import { formatBytes, formatSignedBytes, modeWord, stateWord, budgetUse } from './format.js';
+
+const rows = new Map(); // job id -> row element
+
+function createRow(id, onUnguard) {
+  const command = el('span', { class: 'job-command' });
+  const badge = el('span', { class: 'badge mode' });
+  const unguard = el('button', {
+    class: 'button small unguard', type: 'button', dataset: { action: 'unguard', id: String(id) },
+  });
+  unguard.addEventListener('click', () => onUnguard(row.jobData, unguard));
+  const fill = el('div', { class: 'bar-fill' });
+  // The bar and the verdict are only in the DOM when shown (`.job .verdict` = a verdict).
+  const bar = el('div', { class: 'bar', attrs: { role: 'meter', 'aria-valuemin': '0' } }, fill);
+  const growth = el('span', { class: 'job-growth num' });
+  const meter = el('div', { class: 'job-meter' }, growth);
+  const verdict = el('div', { class: 'verdict' });
+  const stateEl = el('span', { class: 'job-state' });
+  const pid = el('span', { class: 'job-pid num' });
+  const peak = el('span', { class: 'job-peak num' });
+  const meta = el('div', { class: 'job-meta' }, stateEl, pid, peak);
+  const row = el('li', { class: 'job', dataset: { id: String(id) } },
+    el('div', { class: 'job-main' }, badge, command, unguard), meter, meta);
+  row.parts = { command, badge, unguard, meter, bar, fill, growth, verdict, meta, stateEl, pid, peak };
+  return row;
+}
+
+function updateRow(row, job) {
+  const p = row.parts;
+  row.jobData = job;
+  row.dataset.mode = job.mode;
+  row.dataset.state = job.state;
+  setText(p.command, job.command);
+  setAttr(p.command, 'title', job.command);
+  setText(p.badge, modeWord(job.mode));
+  p.badge.dataset.mode = job.mode;
+  setAttr(p.badge, 'title', job.mode === 'external'
+    ? 'Started by `headroom guard` in a terminal (read-only here)'
+    : job.mode === 'guard' ? 'Stopped if swap grows past its budget' : 'Watched: notified, never stopped');
+
+  // Unguard: only for jobs this app controls and that still run.
+  const canUnguard = !job.read_only && job.mode !== 'external' && job.state === 'running';
+  p.unguard.hidden = !canUnguard;
+  setText(p.unguard, job.mode === 'watch' ? 'Unwatch' : 'Unguard');
+  setAttr(p.unguard, 'title', job.mode === 'watch'
+    ? 'Stop watching (the process keeps running)'
+    : 'Stop guarding (the process keeps running)');
+
+  // Swap growth, against the budget when there is one.
+  const use = budgetUse(job.swap_growth_bytes, job.swap_budget_bytes);
+  const growth = formatSignedBytes(job.swap_growth_bytes ?? 0);
+  if (use && job.mode !== 'watch') {
+    if (p.bar.parentNode !== p.meter) p.meter.prepend(p.bar);
+    p.fill.style.width = `${(use.fraction * 100).toFixed(1)}%`;
+    p.bar.dataset.level = use.level;
+    setAttr(p.bar, 'aria-valuemax', job.swap_budget_bytes);
+    setAttr(p.bar, 'aria-valuenow', Math.max(0, job.swap_growth_bytes ?? 0));
+    setText(p.growth, `swap ${growth} of ${formatBytes(job.swap_budget_bytes, { trim: true })}`);
+    p.growth.dataset.level = use.level;
+  } else {
+    p.bar.remove();
+    setText(p.growth, `swap ${growth}`);
+    p.growth.dataset.level = (job.swap_growth_bytes ?? 0) > 0 ? 'warn' : 'ok';
+  }
+
+  // Verdict when done.
+  const v = job.verdict;
+  if (!v) p.verdict.remove();
+  else if (!p.verdict.parentNode) p.meta.before(p.verdict);
+  if (v) {
+    setText(p.verdict, v.text || (v.fits ? 'fits' : "doesn't fit"));
+    p.verdict.dataset.fits = v.fits ? 'true' : 'false';
+    p.verdict.classList.toggle('fits', !!v.fits);
+    p.verdict.classList.toggle('no-fit', !v.fits);
+  }
+
+  setText(p.stateEl, stateWord(job.state));
+  p.stateEl.dataset.state = job.state;
+  setText(p.pid, `pid ${job.pid}`);
+  p.peak.hidden = job.peak_footprint_bytes == null;
+  setText(p.peak, job.peak_footprint_bytes == null
+    ? '' : `peak footprint ${formatBytes(job.peak_footprint_bytes)}`);
+}
+
+/** Renders `jobs` into #jobs, reusing rows by id. */
+export function renderJobs(jobs, { onUnguard }) {
+  const list = document.getElementById('jobs');
+  const empty = document.getElementById('jobs-empty');
+  const seen = new Set();
+  const nodes = [];
+  for (const job of jobs) {
+    const key = String(job.id);
+    seen.add(key);
+    let row = rows.get(key);
+    if (!row) {
+      row = createRow(job.id, onUnguard);
+      rows.set(key, row);
+    }
+    updateRow(row, job);
+    nodes.push(row);
+  }
+  for (const key of Array.from(rows.keys())) if (!seen.has(key)) rows.delete(key);
+  placeChildren(list, nodes);
+  empty.hidden = jobs.length > 0;
+  list.hidden = jobs.length === 0;
+}
+
+/** Pids of jobs still running, with their mode ("watch" / "guard" / "external"). */
+export function trackedPids(jobs) {
+  const map = new Map();
+  for (const job of jobs) {
+    if (job.state === 'running' || job.state === 'stopping') {
+      // A guard outranks a watch on the same pid.
+      if (map.get(job.pid) !== 'guard') map.set(job.pid, job.mode);
+    }
+  }
+  return map;
+}
