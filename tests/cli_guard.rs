@@ -2,6 +2,8 @@
 //! bad input (every invalid flag exits 2 naming the flag), and the trace commands on the
 //! real macOS fixture traces.
 
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
 #![cfg(target_os = "linux")]
 
 mod support;

@@ -1,6 +1,8 @@
 //! `headroom status` and `headroom record` against the real machine: numbers agree with
 //! `/proc/meminfo` and `/proc/swaps`, and a recorded trace parses line by line.
 
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
 #![cfg(target_os = "linux")]
 
 use std::process::Command;
@@ -138,7 +140,8 @@ fn record_writes_a_parseable_trace_of_a_process() {
 fn record_stops_when_the_process_exits() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
-    let job = Command::new("sleep").arg("1").spawn().unwrap();
+    // Not reaped until the recorder is done: it must see the zombie as exited.
+    let mut job = Command::new("sleep").arg("1").spawn().unwrap();
     let out = headroom()
         .args([
             "record",
@@ -151,6 +154,7 @@ fn record_stops_when_the_process_exits() {
         .arg(&path)
         .output()
         .unwrap();
+    job.wait().unwrap();
     assert!(out.status.success());
     let last = std::fs::read_to_string(&path).unwrap();
     let end: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();

@@ -2,6 +2,8 @@
 //! hog inside it. The hog's footprint stays at the limit while swap grows (the footprint
 //! illusion, for real); `guard` and `watch` must see it and act, and touch nothing else.
 
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
 #![cfg(target_os = "linux")]
 
 mod support;
@@ -26,6 +28,23 @@ fn rig() -> Rig {
         cgroup: MemCgroup::new(LIMIT_MIB),
         bystander: Bystander::start(),
     }
+}
+
+/// The hog's command line, run inside the rig's cgroup.
+fn hog_in_cgroup(rig: &Rig, size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
+    let argv = hog_argv(size, tag, extra);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    rig.cgroup.wrap(&argv)
+}
+
+/// Starts the hog inside the rig's cgroup.
+fn spawn_hog(rig: &Rig, size: &str, tag: &str, extra: &[&str]) -> std::process::Child {
+    let wrapped = hog_in_cgroup(rig, size, tag, extra);
+    Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 fn hog_argv(size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
@@ -90,8 +109,7 @@ fn guard_stops_a_hog_over_budget_with_its_children() {
     };
     let mut rig = rig();
     let tag = tag("guard-stop");
-    let argv = hog_argv("400M", &tag, &["--children", "2"]);
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let argv = hog_in_cgroup(&rig, "400M", &tag, &["--children", "2"]);
     let out = headroom()
         .args([
             "guard",
@@ -102,7 +120,7 @@ fn guard_stops_a_hog_over_budget_with_its_children() {
             "--json",
             "--",
         ])
-        .args(rig.cgroup.wrap(&argv))
+        .args(&argv)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -154,14 +172,7 @@ fn watch_reports_growth_and_does_not_fit() {
     };
     let mut rig = rig();
     let tag = tag("watch");
-    let argv = hog_argv("400M", &tag, &["--delay", "1500", "--hold", "4"]);
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let wrapped = rig.cgroup.wrap(&argv);
-    let mut hog = Command::new(&wrapped[0])
-        .args(&wrapped[1..])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut hog = spawn_hog(&rig, "400M", &tag, &["--delay", "1500", "--hold", "4"]);
     let out = headroom()
         .args([
             "watch",
@@ -188,14 +199,7 @@ fn watch_guard_stops_the_process_tree() {
     };
     let mut rig = rig();
     let tag = tag("watch-guard");
-    let argv = hog_argv("400M", &tag, &["--children", "2", "--delay", "1500"]);
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let wrapped = rig.cgroup.wrap(&argv);
-    let mut hog = Command::new(&wrapped[0])
-        .args(&wrapped[1..])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut hog = spawn_hog(&rig, "400M", &tag, &["--children", "2", "--delay", "1500"]);
     let out = headroom()
         .args([
             "watch",

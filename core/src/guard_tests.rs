@@ -1,5 +1,7 @@
 //! Tests of stopping real processes: trees, groups, TERM-ignoring children, refusals.
 
+#![allow(clippy::unwrap_used)] // helpers of tests: a panic is a failed test
+
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 

@@ -15,9 +15,10 @@ use crate::policy::{
 };
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
+use crate::store::{ActiveGuard, FinishedJob};
 
 /// Watch (notify and judge) or guard (also stop).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobMode {
     /// Notifications and a verdict.
@@ -229,6 +230,55 @@ impl Jobs {
         actions
     }
 
+    /// The record of a job that has ended (for the store), or `None` while it runs.
+    pub fn finished_record(&self, id: u64) -> Option<FinishedJob> {
+        let job = self.jobs.iter().find(|j| j.id == id)?;
+        Some(FinishedJob {
+            identity: job.identity,
+            command: job.command.clone(),
+            mode: job.mode,
+            started_at_ms: unix_ms(job.started_at),
+            ended_at_ms: unix_ms(job.ended_at?),
+            verdict: job.verdict.clone()?,
+        })
+    }
+
+    /// What to save so the job is taken up again after a restart.
+    pub fn active_record(&self, id: u64) -> Option<ActiveGuard> {
+        let job = self.jobs.iter().find(|j| j.id == id)?;
+        Some(ActiveGuard {
+            identity: job.identity,
+            command: job.command.clone(),
+            mode: job.mode,
+            started_at_ms: unix_ms(job.started_at),
+            swap_budget_bytes: job.cfg.swap_budget_bytes,
+            kill_free_percent: job.cfg.kill_free_percent,
+            swap_start_bytes: job.policy.swap_start_bytes(),
+        })
+    }
+
+    /// Takes up a job saved before a restart (its process must still match; see
+    /// `Store::restorable_guards`), keeping its start time and swap baseline.
+    pub fn restore(&mut self, saved: &ActiveGuard, base: GuardConfig) -> u64 {
+        let cfg = GuardConfig {
+            swap_budget_bytes: saved.swap_budget_bytes,
+            kill_free_percent: saved.kill_free_percent,
+            ..base
+        };
+        let id = self.add(
+            saved.identity,
+            saved.command.clone(),
+            saved.mode,
+            cfg,
+            saved.swap_start_bytes,
+        );
+        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id) {
+            job.started_at = std::time::UNIX_EPOCH
+                + Duration::from_millis(u64::try_from(saved.started_at_ms).unwrap_or(0));
+        }
+        id
+    }
+
     /// Jobs for the UI, newest first.
     pub fn views(&self) -> Vec<JobView> {
         self.jobs
@@ -266,6 +316,23 @@ impl Jobs {
 }
 
 impl JobMode {
+    /// `watch` or `guard`, as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobMode::Watch => "watch",
+            JobMode::Guard => "guard",
+        }
+    }
+
+    /// The mode named by [`JobMode::as_str`].
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "watch" => Some(JobMode::Watch),
+            "guard" => Some(JobMode::Guard),
+            _ => None,
+        }
+    }
+
     fn max_mode(self, other: JobMode) -> JobMode {
         if self == JobMode::Guard || other == JobMode::Guard {
             JobMode::Guard

@@ -384,6 +384,11 @@ impl JobState {
         }
     }
 
+    /// Swap in use when the job started.
+    pub fn swap_start_bytes(&self) -> u64 {
+        self.swap_start_bytes
+    }
+
     /// Swap growth now: current swap minus the start (0 if it shrank).
     pub fn growth_bytes(&self, obs: &Observation) -> u64 {
         obs.swap_used_bytes.saturating_sub(self.swap_start_bytes)

@@ -116,7 +116,8 @@ fn line_of(bytes: &[u8], offset: usize) -> usize {
 
 fn de_interval<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let seconds = |s: f64| {
-        (s.is_finite() && s >= 0.0 && s < 1e12)
+        (0.0..1e12)
+            .contains(&s)
             .then(|| Duration::from_secs_f64(s))
             .ok_or_else(|| format!("invalid duration {s}"))
     };

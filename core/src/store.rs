@@ -227,7 +227,7 @@ impl Store {
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(damaged_or_failed)?;
-        if version > SCHEMA_VERSION || version < 0 {
+        if !(0..=SCHEMA_VERSION).contains(&version) {
             return Err(Opening::Damaged(format!(
                 "schema version {version}, this Headroom knows up to {SCHEMA_VERSION}"
             )));

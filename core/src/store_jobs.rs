@@ -9,33 +9,7 @@ use crate::counters::Counters;
 use crate::policy::Verdict;
 use crate::process::ProcessIdentity;
 
-/// Watch (notify and judge) or guard (also stop).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JobMode {
-    /// Notify and give a verdict.
-    Watch,
-    /// Also stop the job when it passes its budget.
-    Guard,
-}
-
-impl JobMode {
-    /// `watch` or `guard`, as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobMode::Watch => "watch",
-            JobMode::Guard => "guard",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        match text {
-            "watch" => Some(JobMode::Watch),
-            "guard" => Some(JobMode::Guard),
-            _ => None,
-        }
-    }
-}
+pub use crate::jobs::JobMode;
 
 /// A job that ended, with its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

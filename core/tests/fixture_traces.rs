@@ -2,6 +2,9 @@
 //! stageload meter): our summaries reproduce the published figures (`summary.json`), and the
 //! guard policy replayed over them stops the eager Qwen-Image run and none of the staged runs.
 
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use headroom_core::policy::{GuardConfig, StopReason};

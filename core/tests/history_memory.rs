@@ -2,6 +2,9 @@
 //!
 //! The design bound is 10 MB; the figure is also printed for `docs/benchmarks.md`.
 
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, UNIX_EPOCH};

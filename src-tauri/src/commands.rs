@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use headroom_core::jobfile::{JobFile, JobFileState};
 use headroom_core::jobs::{JobMode, JobStatus, JobView};
 use headroom_core::monitor::StatusView;
-use headroom_core::policy::GuardConfig;
+use headroom_core::policy::{EndReason, GuardConfig};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::settings::{Settings, SettingsUpdate};
 use headroom_core::units;
@@ -123,6 +124,34 @@ pub struct UiVerdict {
     text: String,
 }
 
+impl UiJob {
+    /// A job of `headroom guard` in a terminal, from its job file: read-only here.
+    pub fn external(f: JobFile) -> UiJob {
+        UiJob {
+            id: format!("ext-{}-{}", f.pid, f.start_time),
+            pid: f.pid,
+            command: f.command,
+            mode: "external",
+            state: match f.state {
+                JobFileState::Waiting | JobFileState::Running => "running",
+                JobFileState::Stopping => "stopping",
+                JobFileState::Finished => match &f.verdict {
+                    Some(v) if matches!(v.ended, EndReason::Stopped { .. }) => "stopped",
+                    _ => "finished",
+                },
+            },
+            swap_growth_bytes: f.swap_growth_bytes,
+            swap_budget_bytes: Some(f.swap_budget_bytes),
+            peak_footprint_bytes: f.peak_footprint_bytes,
+            verdict: f.verdict.map(|verdict| UiVerdict {
+                fits: verdict.fits,
+                text: verdict.to_string(),
+            }),
+            read_only: true,
+        }
+    }
+}
+
 fn ui_job(v: JobView) -> UiJob {
     UiJob {
         id: format!("job-{}", v.id),
@@ -174,13 +203,16 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> Resul
     let mut monitor = lock(&state.monitor);
     let job_id = monitor.jobs.add(id, command, mode, cfg, swap_now);
     state.sampler.track(id);
-    monitor
+    let view = monitor
         .jobs
         .views()
         .into_iter()
         .find(|j| j.id == job_id)
         .map(ui_job)
-        .ok_or_else(|| "job vanished".to_string())
+        .ok_or_else(|| "job vanished".to_string());
+    drop(monitor);
+    crate::persist::job_started(state, job_id);
+    view
 }
 
 /// Watch a process: notifications and a verdict.
@@ -225,6 +257,7 @@ pub fn unguard(state: State<'_, AppState>, id: String) -> Result<(), String> {
         .remove(n)
         .ok_or_else(|| format!("no job '{id}'"))?;
     state.sampler.untrack(identity);
+    crate::persist::job_removed(&state, identity);
     Ok(())
 }
 

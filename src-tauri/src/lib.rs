@@ -3,8 +3,11 @@
 //! so commands are tested with Tauri's mock runtime; the tray and plugins are added only by
 //! [`run`].
 
+#[cfg(any(target_os = "macos", test))]
+mod cli_install;
 mod commands;
 mod notify;
+mod persist;
 mod state;
 mod ticker;
 #[cfg(not(test))]
@@ -57,6 +60,8 @@ pub fn run() {
             #[cfg(not(test))]
             tray::build(app.handle())?;
             ticker::start(app.handle().clone());
+            #[cfg(unix)]
+            quit_on_signals(app.handle().clone());
             notify::report_startup_problems(app.handle());
             if window::show_requested() {
                 window::show(app.handle());
@@ -85,6 +90,33 @@ pub fn run() {
             }
         }
     });
+}
+
+/// SIGTERM, SIGINT and SIGHUP (logout, `kill`, Ctrl-C) quit like the tray's Quit, so the
+/// history not yet saved is written. Signals ignored at start (`nohup`) stay ignored.
+#[cfg(unix)]
+fn quit_on_signals<R: Runtime>(app: tauri::AppHandle<R>) {
+    use headroom_core::counters::signals::{is_ignored, SIGHUP, SIGINT, SIGTERM};
+    let wanted: Vec<i32> = [SIGTERM, SIGINT, SIGHUP]
+        .into_iter()
+        .filter(|&s| !is_ignored(s))
+        .collect();
+    match signal_hook::iterator::Signals::new(&wanted) {
+        Ok(mut signals) => {
+            let spawned = std::thread::Builder::new()
+                .name("headroom-signals".into())
+                .spawn(move || {
+                    if let Some(signal) = signals.forever().next() {
+                        tracing::info!(signal, "quitting on a signal");
+                        app.exit(0);
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "cannot watch for signals");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot watch for signals"),
+    }
 }
 
 fn init_logging() {

@@ -34,6 +34,8 @@ pub struct AppState {
     pub paused_until: Mutex<Option<Instant>>,
     /// Problems found at start (corrupt settings or database), to notify once.
     pub startup_problems: Mutex<Vec<String>>,
+    /// The SQLite store, if it could be opened.
+    pub store: Mutex<Option<headroom_core::store::Store>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -61,10 +63,17 @@ impl AppState {
         }
         let counters = Counters::new();
         let mut monitor = Monitor::default();
+        let mut store = crate::persist::open(&dirs, &mut problems);
+        if let Some(store) = store.as_mut() {
+            crate::persist::restore(store, &mut monitor, &settings, &counters);
+        }
         let first = read_sample(&counters, &[], &mut ErrorOnce::default(), 0, Duration::ZERO);
         monitor.on_sample(&first);
         let sampler = Sampler::start(counters.clone(), settings.sample_interval)
             .context("starting the sampler")?;
+        for id in monitor.jobs.tracked() {
+            sampler.track(id);
+        }
         Ok(AppState {
             safety: Safety::new(&counters),
             counters,
@@ -75,6 +84,7 @@ impl AppState {
             visible: AtomicBool::new(false),
             paused_until: Mutex::new(None),
             startup_problems: Mutex::new(problems),
+            store: Mutex::new(store),
         })
     }
 
@@ -98,8 +108,10 @@ impl AppState {
         self.dirs.jobs_dir()
     }
 
-    /// Called once on exit.
+    /// Called once on exit: saves the history not yet written.
     pub fn shutdown(&self) {
+        let mut since = i64::MIN;
+        crate::persist::save_history(self, &mut since);
         tracing::info!("headroom-app exiting");
     }
 }

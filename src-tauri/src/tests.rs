@@ -9,6 +9,8 @@ use tauri::webview::InvokeRequest;
 use tauri::WebviewWindow;
 
 use super::*;
+use crate::state::lock;
+use tauri::Manager;
 
 struct App {
     _app: tauri::App<tauri::test::MockRuntime>,
@@ -179,4 +181,120 @@ fn settings_round_trip_and_field_errors() {
             || e.as_str().unwrap().contains("notify"),
         "{e}"
     );
+}
+
+#[test]
+fn guards_and_history_survive_a_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    {
+        let state = AppState::new(Dirs::under(home.path())).unwrap();
+        let app = app_builder(mock_builder(), state)
+            .build(mock_context(noop_assets()))
+            .unwrap();
+        let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .unwrap();
+        let app = App {
+            _app: app,
+            window,
+            _home: tempfile::tempdir().unwrap(),
+        };
+        call(
+            &app,
+            "guard",
+            json!({"pid": child.id(), "swapBudget": "3G", "killFree": "7"}),
+        )
+        .unwrap();
+        let state = app.window.state::<AppState>();
+        crate::persist::save_history(&state, &mut i64::MIN.clone());
+    }
+    let state = AppState::new(Dirs::under(home.path())).unwrap();
+    let jobs = lock(&state.monitor).jobs.views();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0].pid, child.id());
+    assert_eq!(jobs[0].swap_budget_bytes, Some(3 << 30));
+    assert!(
+        lock(&state.monitor)
+            .history
+            .points(crate::persist::MINUTE_TIER)
+            .len()
+            >= 1
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    // A guard whose process is gone is not taken up again.
+    let state = AppState::new(Dirs::under(home.path())).unwrap();
+    assert!(lock(&state.monitor).jobs.views().is_empty());
+}
+
+#[test]
+fn corrupt_settings_and_database_are_reported_and_replaced() {
+    let home = tempfile::tempdir().unwrap();
+    let dirs = Dirs::under(home.path());
+    std::fs::create_dir_all(&dirs.config_dir).unwrap();
+    std::fs::create_dir_all(&dirs.data_dir).unwrap();
+    std::fs::write(dirs.settings_path(), "sample_interval = [nonsense\n").unwrap();
+    std::fs::write(
+        dirs.history_db_path(),
+        b"this is not a database at all, just bytes",
+    )
+    .unwrap();
+    let state = AppState::new(dirs.clone()).unwrap();
+    let problems = lock(&state.startup_problems).clone();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p.contains("settings.toml")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("history.db")),
+        "{problems:?}"
+    );
+    assert!(
+        lock(&state.store).is_some(),
+        "a fresh database replaced the corrupt one"
+    );
+    let moved: Vec<_> = std::fs::read_dir(&dirs.config_dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("corrupt"))
+        .collect();
+    assert_eq!(moved.len(), 1, "the corrupt settings file was kept aside");
+}
+
+#[test]
+fn terminal_guards_are_listed_read_only() {
+    let app = app();
+    let state = app.window.state::<AppState>();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let id = headroom_core::process::ProcessIdentity::of(&state.counters, child.id()).unwrap();
+    let file = headroom_core::jobfile::JobFile {
+        pid: id.pid,
+        start_time: id.start_time,
+        command: "sleep 30".into(),
+        started_at_ms: 1,
+        updated_at_ms: 1,
+        swap_budget_bytes: 1 << 30,
+        swap_start_bytes: 0,
+        swap_growth_bytes: 5,
+        peak_footprint_bytes: None,
+        state: headroom_core::jobfile::JobFileState::Running,
+        verdict: None,
+    };
+    file.write_atomic(&state.jobs_dir()).unwrap();
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let jobs = jobs.as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0]["mode"], "external");
+    assert_eq!(jobs[0]["read_only"], true);
+    assert!(call(&app, "unguard", json!({"id": jobs[0]["id"]})).is_err());
 }

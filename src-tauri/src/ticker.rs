@@ -29,6 +29,8 @@ fn run<R: Runtime>(app: &AppHandle<R>) {
     let samples = state.sampler.subscribe();
     let mut last_title = String::new();
     let mut last_growing = false;
+    let mut last_saved_ms = i64::MIN;
+    let mut last_save = std::time::Instant::now();
     while let Ok(sample) = samples.recv() {
         let (actions, title, growing, status, tracked) = {
             let mut monitor = lock(&state.monitor);
@@ -56,6 +58,10 @@ fn run<R: Runtime>(app: &AppHandle<R>) {
         for action in actions {
             carry_out(app, action);
         }
+        if last_save.elapsed() >= crate::persist::SAVE_EVERY {
+            last_save = std::time::Instant::now();
+            crate::persist::save_history(&state, &mut last_saved_ms);
+        }
     }
 }
 
@@ -76,7 +82,18 @@ fn sync_tracking(
 
 fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
     match action {
-        Action::Notify { command, event, .. } => crate::notify::job_event(app, &command, &event),
+        Action::Notify {
+            job_id,
+            command,
+            event,
+        } => {
+            if matches!(event, headroom_core::policy::JobEvent::Finished { .. }) {
+                if let Some(state) = app.try_state::<AppState>() {
+                    crate::persist::job_finished(&state, job_id);
+                }
+            }
+            crate::notify::job_event(app, &command, &event);
+        }
         Action::Stop {
             job_id, identity, ..
         } => {
@@ -115,6 +132,8 @@ fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
 
 /// Jobs of `headroom guard` runs in terminals, read-only.
 pub fn external_jobs(state: &AppState) -> Vec<UiJob> {
-    let _ = state.jobs_dir();
-    Vec::<UiJob>::new()
+    headroom_core::jobfile::JobFile::list(&state.jobs_dir(), &state.counters)
+        .into_iter()
+        .map(UiJob::external)
+        .collect()
 }

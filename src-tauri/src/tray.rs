@@ -1,6 +1,7 @@
 //! The menu-bar item: icon, title (`38% · 3.1G↑`), and the menu (Open Headroom, Pause
-//! notifications for 1 hour, Launch at login, Quit). The menu is built once; each sample
-//! only changes the title (and the icon while swap grows during a watched job).
+//! notifications for 1 hour, Launch at login, on macOS Install command-line tool…, Quit). The
+//! menu is built once; each sample only changes the title (and the icon while swap grows
+//! during a watched job).
 //!
 //! macOS: a template icon; left click toggles the popover under the icon. Linux: the title
 //! is the appindicator label and every action is in the menu (no tray click events there).
@@ -8,7 +9,7 @@
 use std::time::Duration;
 
 use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -56,17 +57,23 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         None::<&str>,
     )?;
     let quit = MenuItem::with_id(app, "quit", "Quit Headroom", true, None::<&str>)?;
-    let menu = Menu::with_items(
+    let (sep1, sep2) = (
+        PredefinedMenuItem::separator(app)?,
+        PredefinedMenuItem::separator(app)?,
+    );
+    let mut items: Vec<&dyn IsMenuItem<R>> = vec![&open, &sep1, &pause, &login];
+    #[cfg(target_os = "macos")]
+    let install_cli = MenuItem::with_id(
         app,
-        &[
-            &open,
-            &PredefinedMenuItem::separator(app)?,
-            &pause,
-            &login,
-            &PredefinedMenuItem::separator(app)?,
-            &quit,
-        ],
+        "install-cli",
+        "Install command-line tool…",
+        true,
+        None::<&str>,
     )?;
+    #[cfg(target_os = "macos")]
+    items.push(&install_cli);
+    items.extend([&sep2 as &dyn IsMenuItem<R>, &quit]);
+    let menu = Menu::with_items(app, &items)?;
     let title = app
         .try_state::<AppState>()
         .map(|s| lock(&s.monitor).tray_title())
@@ -99,6 +106,8 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
                     }
                 }
             }
+            #[cfg(target_os = "macos")]
+            "install-cli" => crate::cli_install::install(app),
             "quit" => app.exit(0),
             _ => {}
         })

@@ -1,5 +1,9 @@
 //! The popover window: show, hide, toggle; hidden on blur. The page gets `tick` events only
 //! while it is shown.
+//!
+//! The webview exists only while the popover is open: it is built from the `main` window
+//! config (`create: false`, so not at start-up) when shown and destroyed when hidden, so a
+//! closed popover costs no WebKit processes, memory or timers.
 
 use std::sync::atomic::Ordering;
 
@@ -22,9 +26,30 @@ fn pinned() -> bool {
     show_requested()
 }
 
+/// The popover's webview, built from its config if it does not exist.
+fn window<R: Runtime>(app: &AppHandle<R>) -> Option<tauri::WebviewWindow<R>> {
+    if let Some(w) = app.get_webview_window(MAIN) {
+        return Some(w);
+    }
+    let config = app
+        .config()
+        .app
+        .windows
+        .iter()
+        .find(|w| w.label == MAIN)?
+        .clone();
+    match tauri::WebviewWindowBuilder::from_config(app, &config).and_then(|b| b.build()) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the popover");
+            None
+        }
+    }
+}
+
 /// Shows the popover (under the tray icon on macOS) and focuses it.
 pub fn show<R: Runtime>(app: &AppHandle<R>) {
-    let Some(w) = app.get_webview_window(MAIN) else {
+    let Some(w) = window(app) else {
         return;
     };
     #[cfg(target_os = "macos")]
@@ -41,13 +66,13 @@ pub fn show<R: Runtime>(app: &AppHandle<R>) {
     }
     let _ = w.show();
     let _ = w.set_focus();
-    let _ = w.eval("window.dispatchEvent(new Event('headroom:shown'))");
 }
 
-/// Hides the popover.
+/// Hides the popover: its webview is destroyed.
 pub fn hide<R: Runtime>(app: &AppHandle<R>) {
     if let Some(w) = app.get_webview_window(MAIN) {
         let _ = w.hide();
+        let _ = w.destroy();
     }
     if let Some(state) = app.try_state::<AppState>() {
         state.visible.store(false, Ordering::SeqCst);
@@ -71,9 +96,10 @@ pub fn on_event<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
         WindowEvent::Focused(false) if window.label() == MAIN && !pinned() => {
             hide(window.app_handle());
         }
-        WindowEvent::CloseRequested { api, .. } if window.label() == MAIN => {
-            api.prevent_close();
-            hide(window.app_handle());
+        WindowEvent::Destroyed if window.label() == MAIN => {
+            if let Some(state) = window.app_handle().try_state::<AppState>() {
+                state.visible.store(false, Ordering::SeqCst);
+            }
         }
         _ => {}
     }

@@ -11,6 +11,9 @@ use anyhow::Context;
 use headroom_core::counters::signals;
 use headroom_core::counters::Counters;
 use headroom_core::guard::{stop_group, stop_tree, Safety, StopReport};
+use headroom_core::history::unix_ms;
+use headroom_core::jobfile::{JobFile, JobFileState};
+use headroom_core::paths::Dirs;
 use headroom_core::policy::{
     EndReason, EventGate, GuardConfig, JobEvent, JobState, Observation, Verdict,
 };
@@ -135,6 +138,61 @@ pub struct Outcome {
     pub exit_code: i32,
 }
 
+/// Publishes a guarded command's progress for the menu-bar app (`paths::Dirs::jobs_dir`):
+/// written at start, every 2 s while it runs, and with the verdict at the end. A failure to
+/// write is logged once and never stops the guard.
+struct Publisher {
+    dir: std::path::PathBuf,
+    file: JobFile,
+    last_write: Option<std::time::Instant>,
+    failed: bool,
+}
+
+impl Publisher {
+    fn new(id: ProcessIdentity, command: &str, cfg: &GuardConfig, swap_start: u64) -> Self {
+        let now = unix_ms(SystemTime::now());
+        Publisher {
+            dir: Dirs::current().jobs_dir(),
+            file: JobFile {
+                pid: id.pid,
+                start_time: id.start_time,
+                command: command.to_string(),
+                started_at_ms: now,
+                updated_at_ms: now,
+                swap_budget_bytes: cfg.swap_budget_bytes,
+                swap_start_bytes: swap_start,
+                swap_growth_bytes: 0,
+                peak_footprint_bytes: None,
+                state: JobFileState::Running,
+                verdict: None,
+            },
+            last_write: None,
+            failed: false,
+        }
+    }
+
+    fn update(&mut self, job: &JobState, footprint: Option<u64>, force: bool) {
+        self.file.swap_growth_bytes = job.peak_growth_bytes();
+        if let Some(f) = footprint {
+            self.file.peak_footprint_bytes =
+                Some(self.file.peak_footprint_bytes.map_or(f, |p| p.max(f)));
+        }
+        let due = self
+            .last_write
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(2));
+        if force || due {
+            self.file.updated_at_ms = unix_ms(SystemTime::now());
+            self.last_write = Some(std::time::Instant::now());
+            if let Err(e) = self.file.write_atomic(&self.dir) {
+                if !self.failed {
+                    tracing::warn!(error = %e, "cannot publish the job for the app");
+                    self.failed = true;
+                }
+            }
+        }
+    }
+}
+
 /// Monitors `target` until it ends (or is stopped); prints events and the verdict.
 #[allow(clippy::too_many_arguments)]
 pub fn monitor(
@@ -168,6 +226,11 @@ pub fn monitor(
         .map(|s| s.swap_used_bytes)
         .context("reading swap at the start")?;
     let mut job = JobState::new(swap_start);
+    let mut publisher =
+        matches!(target, Target::Child(_)).then(|| Publisher::new(id, command, cfg, swap_start));
+    if let Some(p) = publisher.as_mut() {
+        p.update(&job, None, true);
+    }
     let mut events = EventGate::default();
     let mut cfg = cfg.clone();
     let mut fast = false;
@@ -198,6 +261,9 @@ pub fn monitor(
             footprint_bytes: sample.footprint_of(&id),
         };
         let stop = job.observe(guarded.then_some(&cfg), &obs);
+        if let Some(p) = publisher.as_mut() {
+            p.update(&job, obs.footprint_bytes, false);
+        }
         let growth = job.growth_bytes(&obs);
         for event in events.observe(&cfg, guarded, growth, &obs) {
             say(&describe(&event, command));
@@ -214,6 +280,10 @@ pub fn monitor(
             };
             say(&describe(&event, command));
             write_event(trace.as_mut(), &obs, &event)?;
+            if let Some(p) = publisher.as_mut() {
+                p.file.state = JobFileState::Stopping;
+                p.update(&job, None, true);
+            }
             let report = target.stop(counters, run.grace, interrupts);
             break (EndReason::Stopped { reason }, Some(report));
         }
@@ -223,6 +293,11 @@ pub fn monitor(
     let exit_code = exit_code(&end);
     let mut verdict = job.verdict(cfg.fits_tolerance_bytes, end);
     verdict.duration = started.elapsed();
+    if let Some(p) = publisher.as_mut() {
+        p.file.state = JobFileState::Finished;
+        p.file.verdict = Some(verdict.clone());
+        p.update(&job, None, true);
+    }
     let finished = JobEvent::Finished {
         verdict: verdict.clone(),
     };

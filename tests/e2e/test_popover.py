@@ -33,7 +33,8 @@ def shot(driver, name):
 
 
 def test_header_and_chart_show_real_numbers(driver):
-    free = wait_for(lambda: driver.find_element(By.ID, "free-percent").text.strip(), what="free %")
+    free = wait_for(lambda: re.search(r"\d", driver.find_element(By.ID, "free-percent").text)
+                    and driver.find_element(By.ID, "free-percent").text.strip(), what="free %")
     assert re.search(r"\d+\s*%", free), free
     meminfo = dict(l.split(":", 1) for l in open("/proc/meminfo"))
     expected = int(meminfo["MemAvailable"].split()[0]) * 100 / int(meminfo["MemTotal"].split()[0])
@@ -81,3 +82,31 @@ def test_guard_a_hog_from_the_list(driver, rig, notifications):
             proc.wait()
     if os.environ.get("HEADROOM_UPDATE_SCREENSHOT") == "1":
         shutil.copy(os.path.join(ARTIFACTS, "popover-guarded.png"), os.path.join(ROOT, "docs/screenshot.png"))
+
+
+def external_jobs(driver, needle):
+    """Rows of read-only terminal jobs whose command contains `needle`."""
+    return [j for j in driver.find_elements(By.CSS_SELECTOR, "#jobs .job")
+            if j.get_attribute("data-mode") == "external" and needle in j.get_attribute("textContent")]
+
+
+def test_a_terminal_guard_shows_up_read_only(driver):
+    cli = os.path.join(TARGET, "debug/headroom")
+    proc = subprocess.Popen([cli, "guard", "--", "sleep", "4"], stderr=subprocess.DEVNULL)
+    try:
+        row = wait_for(lambda: external_jobs(driver, "sleep 4"), what="the terminal job")[0]
+        assert not any(b.is_displayed() for b in row.find_elements(By.CSS_SELECTOR, ".unguard")), \
+            "read-only: no Unguard button"
+        assert proc.wait(30) == 0
+        verdict = wait_for(lambda: [v.get_attribute("textContent") for j in external_jobs(driver, "sleep 4")
+                                    for v in j.find_elements(By.CSS_SELECTOR, ".verdict")],
+                           what="the terminal job's verdict")[0]
+        assert "fits: swap +" in verdict and "doesn't" not in verdict, verdict
+    except AssertionError:
+        shot(driver, "terminal-job-failure.png")
+        with open(os.path.join(ARTIFACTS, "terminal-job-failure.html"), "w") as f:
+            f.write(driver.page_source)
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()

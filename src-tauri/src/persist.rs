@@ -1,0 +1,120 @@
+//! Persistence glue: the SQLite store (history at 1-minute resolution for 30 days, finished
+//! jobs, jobs to take up after a restart) fed from the monitor. A store that cannot be
+//! opened leaves the app running without persistence, reported once.
+
+use std::time::{Duration, SystemTime};
+
+use headroom_core::history::unix_ms;
+use headroom_core::monitor::Monitor;
+use headroom_core::paths::Dirs;
+use headroom_core::settings::Settings;
+use headroom_core::store::Store;
+
+use crate::state::{lock, AppState};
+
+/// Index of the 1-minute tier in `History::default_tiers`.
+pub const MINUTE_TIER: usize = 2;
+/// How often the minute buckets are written.
+pub const SAVE_EVERY: Duration = Duration::from_secs(60);
+
+/// Opens the store; on failure returns the problem for a notification.
+pub fn open(dirs: &Dirs, problems: &mut Vec<String>) -> Option<Store> {
+    match Store::open(&dirs.history_db_path()) {
+        Ok((store, problem)) => {
+            if let Some(p) = problem {
+                tracing::warn!(problem = %p, "history database");
+                problems.push(p.to_string());
+            }
+            Some(store)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "history database unusable; running without it");
+            problems.push(format!("history is not saved: {e}"));
+            None
+        }
+    }
+}
+
+/// Loads saved history and takes up saved jobs whose process still runs.
+pub fn restore(
+    store: &mut Store,
+    monitor: &mut Monitor,
+    settings: &Settings,
+    counters: &headroom_core::counters::Counters,
+) {
+    let since = unix_ms(SystemTime::now()) - 30 * 86_400_000;
+    match store.load_points(since) {
+        Ok(points) => {
+            let n = monitor.history.restore(MINUTE_TIER, &points);
+            tracing::info!(points = n, "history restored");
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot load history"),
+    }
+    match store.restorable_guards(counters) {
+        Ok(guards) => {
+            for g in guards {
+                monitor.jobs.restore(&g, settings.guard_config());
+                tracing::info!(pid = g.identity.pid, "job taken up again");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot restore jobs"),
+    }
+}
+
+/// Writes the minute buckets since the last save, and prunes old history now and then.
+pub fn save_history(state: &AppState, last_saved_ms: &mut i64) {
+    let points = {
+        let monitor = lock(&state.monitor);
+        monitor.history.points(MINUTE_TIER)
+    };
+    let fresh: Vec<_> = points
+        .into_iter()
+        .filter(|p| p.start_ms >= *last_saved_ms)
+        .collect();
+    let Some(newest) = fresh.last().map(|p| p.start_ms) else {
+        return;
+    };
+    let mut store = lock(&state.store);
+    let Some(store) = store.as_mut() else {
+        return;
+    };
+    match store.save_points(&fresh) {
+        // The newest bucket is still filling: write it again next time.
+        Ok(_) => *last_saved_ms = newest,
+        Err(e) => tracing::warn!(error = %e, "cannot save history"),
+    }
+    if let Err(e) = store.prune(SystemTime::now()) {
+        tracing::warn!(error = %e, "cannot prune history");
+    }
+}
+
+/// Saves a running job so it is taken up again after a restart.
+pub fn job_started(state: &AppState, job_id: u64) {
+    let record = lock(&state.monitor).jobs.active_record(job_id);
+    if let (Some(record), Some(store)) = (record, lock(&state.store).as_mut()) {
+        if let Err(e) = store.save_guard(&record) {
+            tracing::warn!(error = %e, "cannot save the job");
+        }
+    }
+}
+
+/// Records a finished job with its verdict, and forgets it as active.
+pub fn job_finished(state: &AppState, job_id: u64) {
+    let record = lock(&state.monitor).jobs.finished_record(job_id);
+    let Some(record) = record else {
+        return;
+    };
+    if let Some(store) = lock(&state.store).as_mut() {
+        if let Err(e) = store.record_job(&record) {
+            tracing::warn!(error = %e, "cannot record the job");
+        }
+        let _ = store.remove_guard(record.identity);
+    }
+}
+
+/// Forgets a job the user unguarded.
+pub fn job_removed(state: &AppState, identity: headroom_core::process::ProcessIdentity) {
+    if let Some(store) = lock(&state.store).as_mut() {
+        let _ = store.remove_guard(identity);
+    }
+}
