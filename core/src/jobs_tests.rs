@@ -8,20 +8,7 @@ use crate::sampler::TrackedSample;
 const MIB: u64 = 1 << 20;
 
 fn system(swap: u64, free: f64) -> SystemCounters {
-    SystemCounters {
-        total_bytes: 48 << 30,
-        free_percent: free,
-        pressure: None,
-        swap_used_bytes: swap,
-        swap_total_bytes: 64 << 30,
-        compressed_bytes: None,
-        wired_bytes: None,
-        app_bytes: None,
-        swapped_in_bytes: 0,
-        swapped_out_bytes: 0,
-        paged_in_bytes: 0,
-        paged_out_bytes: 0,
-    }
+    SystemCounters::example(swap, free)
 }
 
 fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {

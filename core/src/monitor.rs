@@ -145,20 +145,7 @@ mod tests {
                 + Duration::from_secs(1_700_000_000)
                 + Duration::from_millis(seq * 500),
             since_start: Duration::from_millis(seq * 500),
-            system: Some(SystemCounters {
-                total_bytes: 48 << 30,
-                free_percent: 38.2,
-                pressure: Some(PressureLevel::Normal),
-                swap_used_bytes: swap,
-                swap_total_bytes: 8 << 30,
-                compressed_bytes: Some(1 << 30),
-                wired_bytes: None,
-                app_bytes: None,
-                swapped_in_bytes: 0,
-                swapped_out_bytes: 0,
-                paged_in_bytes: 0,
-                paged_out_bytes: 0,
-            }),
+            system: Some(SystemCounters::example(swap, 38.2)),
             tracked: Vec::new(),
             error: None,
         }

@@ -7,13 +7,7 @@ fn dir() -> tempfile::TempDir {
 }
 
 fn corrupt_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().contains(".corrupt-"))
-        .collect();
-    out.sort();
-    out
+    crate::paths::moved_aside(dir)
 }
 
 #[test]

@@ -106,27 +106,17 @@ fn guard_validates_then_watch_guard_unguard() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let e = call(
-        &app,
-        "guard",
-        json!({"pid": pid, "swapBudget": "lots", "killFree": "10"}),
-    )
-    .unwrap_err();
-    assert!(e.as_str().unwrap().starts_with("swap budget:"), "{e}");
-    let e = call(
-        &app,
-        "guard",
-        json!({"pid": pid, "swapBudget": "8G", "killFree": "120"}),
-    )
-    .unwrap_err();
-    assert!(e.as_str().unwrap().starts_with("kill free:"), "{e}");
-    let e = call(
-        &app,
-        "guard",
-        json!({"pid": 1, "swapBudget": "8G", "killFree": "10"}),
-    )
-    .unwrap_err();
-    assert!(e.as_str().unwrap().contains("cannot guard pid 1"), "{e}");
+    let guard_error = |pid: u32, budget: &str, kill_free: &str| -> String {
+        let args = json!({"pid": pid, "swapBudget": budget, "killFree": kill_free});
+        let e = call(&app, "guard", args).unwrap_err();
+        e.as_str().unwrap().to_string()
+    };
+    let e = guard_error(pid, "lots", "10");
+    assert!(e.starts_with("swap budget:"), "{e}");
+    let e = guard_error(pid, "8G", "120");
+    assert!(e.starts_with("kill free:"), "{e}");
+    let e = guard_error(1, "8G", "10");
+    assert!(e.contains("cannot guard pid 1"), "{e}");
     let e = call(&app, "watch", json!({"pid": 4_000_000})).unwrap_err();
     assert!(e.as_str().unwrap().starts_with("pid 4000000"), "{e}");
 
@@ -255,11 +245,7 @@ fn corrupt_settings_and_database_are_reported_and_replaced() {
         lock(&state.store).is_some(),
         "a fresh database replaced the corrupt one"
     );
-    let moved: Vec<_> = std::fs::read_dir(&dirs.config_dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains("corrupt"))
-        .collect();
+    let moved = headroom_core::paths::moved_aside(&dirs.config_dir);
     assert_eq!(moved.len(), 1, "the corrupt settings file was kept aside");
 }
 
