@@ -5,33 +5,12 @@
 //! and renders them to SVG with `chart::history_chart_svg`, light and dark. Prints the SVG
 //! size; the budget is 60 KB and 5 ms a render in release.
 
+use headroom_core::testdata::day_of_history;
 use std::hint::black_box;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use headroom_core::chart::{history_chart_svg, HistoryChartOptions};
-use headroom_core::history::{History, METRICS};
-
-const GIB: f64 = (1u64 << 30) as f64;
-
-/// 24 h of readings at 5 s; returns the history and "now".
-fn day_of_history() -> (History, SystemTime) {
-    let mut history = History::default();
-    let start = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    let steps: u32 = 24 * 3600 / 5;
-    for i in 0..steps {
-        let f = f64::from(i);
-        let job = (i / 2000) % 2 == 1;
-        let values: [Option<f64>; METRICS] = [
-            Some(50.0 + 40.0 * (f / 900.0).sin()),
-            Some(4.0 * GIB + f / f64::from(steps) * 6.0 * GIB),
-            (i % 3000 > 200).then_some(2.0 * GIB + (f / 500.0).cos() * GIB),
-            job.then_some(10.0 * GIB + (f / 50.0).sin() * GIB),
-        ];
-        history.add(start + Duration::from_secs(u64::from(i) * 5), values);
-    }
-    (history, start + Duration::from_secs(u64::from(steps) * 5))
-}
 
 fn history_chart(c: &mut Criterion) {
     let (history, now) = day_of_history();

@@ -1,8 +1,12 @@
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+//! Tests of the charts: the real Qwen trace to SVG and PNG, empty input, the popover
+//! history chart with gaps, size limits.
+
+use std::time::Duration;
 
 use super::*;
-use crate::history::{Agg, History, METRICS};
+use crate::history::Agg;
 use crate::summary::stage_windows;
+use crate::testdata::day_of_history;
 use crate::trace::read_trace;
 
 fn qwen_eager() -> Trace {
@@ -233,24 +237,6 @@ fn history_chart_omits_series_without_data_and_has_dark_palette() {
 fn empty_history_draws_placeholder() {
     let svg = history_chart_svg(&[], &HistoryChartOptions::default()).unwrap();
     assert!(svg.contains("no history yet"));
-}
-
-fn day_of_history() -> (History, SystemTime) {
-    let mut h = History::default();
-    let start = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-    let steps: u32 = 24 * 3600 / 5;
-    for i in 0..steps {
-        let f = f64::from(i);
-        let job = (i / 2000) % 2 == 1;
-        let values: [Option<f64>; METRICS] = [
-            Some(50.0 + 40.0 * (f / 900.0).sin()),
-            Some(4.0 * GIB + f / f64::from(steps) * 6.0 * GIB),
-            (i % 3000 > 200).then_some(2.0 * GIB + (f / 500.0).cos() * GIB),
-            job.then_some(10.0 * GIB),
-        ];
-        h.add(start + Duration::from_secs(u64::from(i) * 5), values);
-    }
-    (h, start + Duration::from_secs(u64::from(steps) * 5))
 }
 
 #[test]

@@ -23,6 +23,8 @@ pub mod sampler;
 pub mod settings;
 pub mod store;
 pub mod summary;
+#[doc(hidden)]
+pub mod testdata;
 pub mod trace;
 pub mod units;
 

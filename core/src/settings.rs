@@ -314,7 +314,7 @@ pub fn format_size(bytes: u64) -> String {
         ("K", 1 << 10),
     ]
     .into_iter()
-    .find(|(_, scale)| bytes > 0 && bytes % scale == 0)
+    .find(|(_, scale)| bytes > 0 && bytes.is_multiple_of(*scale))
     .map_or_else(
         || bytes.to_string(),
         |(u, scale)| format!("{}{u}", bytes / scale),

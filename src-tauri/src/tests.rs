@@ -15,12 +15,12 @@ use tauri::Manager;
 struct App {
     _app: tauri::App<tauri::test::MockRuntime>,
     window: WebviewWindow<tauri::test::MockRuntime>,
-    _home: tempfile::TempDir,
+    _home: Option<tempfile::TempDir>,
 }
 
-fn app() -> App {
-    let home = tempfile::tempdir().unwrap();
-    let state = AppState::new(Dirs::under(home.path())).unwrap();
+/// The app on the mock runtime, its files under `home`.
+fn app_in(home: &std::path::Path) -> App {
+    let state = AppState::new(Dirs::under(home)).unwrap();
     let app = app_builder(mock_builder(), state)
         .build(mock_context(noop_assets()))
         .unwrap();
@@ -30,7 +30,17 @@ fn app() -> App {
     App {
         _app: app,
         window,
-        _home: home,
+        _home: None,
+    }
+}
+
+/// The app on the mock runtime, its files in a fresh temporary folder.
+fn app() -> App {
+    let home = tempfile::tempdir().unwrap();
+    let app = app_in(home.path());
+    App {
+        _home: Some(home),
+        ..app
     }
 }
 
@@ -181,18 +191,7 @@ fn guards_and_history_survive_a_restart() {
         .spawn()
         .unwrap();
     {
-        let state = AppState::new(Dirs::under(home.path())).unwrap();
-        let app = app_builder(mock_builder(), state)
-            .build(mock_context(noop_assets()))
-            .unwrap();
-        let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
-            .build()
-            .unwrap();
-        let app = App {
-            _app: app,
-            window,
-            _home: tempfile::tempdir().unwrap(),
-        };
+        let app = app_in(home.path());
         call(
             &app,
             "guard",
