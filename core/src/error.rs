@@ -36,6 +36,14 @@ pub enum CounterError {
         #[source]
         source: io::Error,
     },
+    /// The id names a thread of another process, not a process (Linux: `Tgid` ≠ pid).
+    #[error("{pid} is a thread of process {tgid}, not a process")]
+    NotAProcess {
+        /// The id that was given.
+        pid: u32,
+        /// The process the thread belongs to.
+        tgid: u32,
+    },
     /// The OS answered with something we could not understand.
     #[error("cannot parse {what}: {detail}")]
     Parse {

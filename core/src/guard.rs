@@ -1,19 +1,19 @@
-//! Enforcement: stopping a process tree or a process group, SIGTERM then SIGKILL.
+//! Enforcement: stopping every member of a job, SIGTERM then SIGKILL.
 //!
 //! Safety rules (design.md): a process is identified by (pid, start time) and re-checked
 //! before every signal, so a recycled pid is never signalled; pid 0 and 1, Headroom itself,
-//! its ancestors and other users' processes are never signalled. A command Headroom started
-//! runs in its own process group and the group is stopped; a process picked from a list is
-//! stopped with its descendants (by parent pid). Every signal is logged.
+//! its ancestors and other users' processes are never signalled. A job is a set of
+//! processes ([`crate::members`]): its members are signalled one by one, each re-checked.
+//! Every signal is logged.
 
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::counters::signals::{self, SIGKILL, SIGTERM};
 use crate::counters::{Counters, ProcessInfo};
-use crate::process::{ancestors, tree_pids, ProcessIdentity};
+use crate::members::{MemberSet, Members};
+use crate::process::{ancestors, ProcessIdentity};
 
 /// Default time between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
@@ -47,6 +47,9 @@ pub enum Refusal {
     /// The process has exited, or its pid now names another process.
     #[error("pid {0} is gone or was reused")]
     Gone(u32),
+    /// The OS would not say who the process is (never taken for "gone").
+    #[error("pid {0} cannot be checked: {1}")]
+    Unreadable(u32, String),
 }
 
 /// Who we are, to refuse signalling ourselves, our ancestors and other users.
@@ -79,9 +82,11 @@ impl Safety {
         if self.ancestors.contains(&id.pid) {
             return Err(Refusal::OurAncestor(id.pid));
         }
-        let info = counters
-            .process_info(id.pid)
-            .map_err(|_| Refusal::Gone(id.pid))?;
+        let info = match counters.identity(id.pid) {
+            Ok(info) => info,
+            Err(e) if e.is_gone() => return Err(Refusal::Gone(id.pid)),
+            Err(e) => return Err(Refusal::Unreadable(id.pid, e.to_string())),
+        };
         if info.start_time != id.start_time {
             return Err(Refusal::Gone(id.pid));
         }
@@ -99,9 +104,9 @@ impl Safety {
 /// What a stop did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StopReport {
-    /// Pids sent SIGTERM (or the group id, for a group stop).
+    /// Pids sent SIGTERM.
     pub terminated: Vec<u32>,
-    /// Pids sent SIGKILL after the grace period (or the group id).
+    /// Pids sent SIGKILL after the grace period.
     pub killed: Vec<u32>,
     /// Pids left alone, and why.
     pub refused: Vec<(u32, String)>,
@@ -109,36 +114,85 @@ pub struct StopReport {
     pub survivors: Vec<u32>,
 }
 
-fn signal_checked(
+impl StopReport {
+    /// True when a signal reached at least one member: only then was the job "stopped".
+    pub fn signalled(&self) -> bool {
+        !self.terminated.is_empty() || !self.killed.is_empty()
+    }
+}
+
+/// Sends `signal` to `id` if the safety rules allow it now; the identity check and the
+/// signal name the same process (a pidfd on Linux). True when it was delivered.
+pub fn signal_checked(
     counters: &Counters,
     safety: &Safety,
     id: &ProcessIdentity,
     signal: i32,
     report: &mut StopReport,
 ) -> bool {
-    match safety.check(counters, id) {
-        Ok(info) => match signals::send(id.pid, signal) {
-            Ok(()) => {
-                tracing::warn!(pid = id.pid, name = %info.name, signal, "signalled");
-                true
-            }
-            Err(e) => {
-                report.refused.push((id.pid, e.to_string()));
-                false
-            }
-        },
-        Err(Refusal::Gone(_)) => false,
-        Err(refusal) => {
+    let mut checked = None;
+    let sent = signals::send_if(id.pid, signal, || {
+        let check = safety.check(counters, id);
+        let ok = check.is_ok();
+        checked = Some(check);
+        ok
+    });
+    match (sent, checked) {
+        (Ok(true), check) => {
+            let name = check.and_then(Result::ok).map(|info| info.name);
+            tracing::warn!(pid = id.pid, name = ?name, signal, "signalled");
+            true
+        }
+        (Ok(false), Some(Err(refusal))) if !matches!(refusal, Refusal::Gone(_)) => {
             tracing::warn!(pid = id.pid, %refusal, "refused to signal");
             report.refused.push((id.pid, refusal.to_string()));
+            false
+        }
+        (Ok(false), _) => false,
+        (Err(e), _) => {
+            report.refused.push((id.pid, e.to_string()));
             false
         }
     }
 }
 
-/// Stops `root` and its descendants: SIGTERM to each (identity re-checked), then SIGKILL to
-/// what is left after `grace`, or at once when `escalate()` turns true. Descendants that
-/// appear during the grace period are included in the SIGKILL round.
+/// Stops every member of a job: SIGTERM to each live member (identity re-checked before
+/// each signal), then SIGKILL to every member still alive after `grace`, or at once when
+/// `escalate()` turns true. Members that appear during the grace period (a supervisor's
+/// new children) are found again and included in the SIGKILL round.
+pub fn stop_members(
+    counters: &Counters,
+    safety: &Safety,
+    members: &MemberSet,
+    grace: Duration,
+    escalate: &dyn Fn() -> bool,
+) -> StopReport {
+    let mut report = StopReport::default();
+    // Parents first, so a supervisor cannot respawn children between the signals.
+    for id in members.discover(counters) {
+        if signal_checked(counters, safety, &id, SIGTERM, &mut report) {
+            report.terminated.push(id.pid);
+        }
+    }
+    let started = Instant::now();
+    while !members.discover(counters).is_empty() && started.elapsed() < grace && !escalate() {
+        std::thread::sleep(POLL);
+    }
+    for id in members.discover(counters) {
+        if signal_checked(counters, safety, &id, SIGKILL, &mut report) {
+            report.killed.push(id.pid);
+        }
+    }
+    let killed_at = Instant::now();
+    while !members.discover(counters).is_empty() && killed_at.elapsed() < KILL_WAIT {
+        std::thread::sleep(POLL);
+    }
+    report.survivors = members.live().iter().map(|id| id.pid).collect();
+    report
+}
+
+/// Stops `root` and its descendants (see [`stop_members`]); refused at once when `root`
+/// itself may not be signalled.
 pub fn stop_tree(
     counters: &Counters,
     safety: &Safety,
@@ -147,97 +201,8 @@ pub fn stop_tree(
     escalate: &dyn Fn() -> bool,
 ) -> Result<StopReport, Refusal> {
     safety.check(counters, &root)?;
-    let mut report = StopReport::default();
-    let tree = identities(counters, root);
-    // Parents first, so a supervisor cannot respawn children between the signals.
-    for id in &tree {
-        if signal_checked(counters, safety, id, SIGTERM, &mut report) {
-            report.terminated.push(id.pid);
-        }
-    }
-    let started = Instant::now();
-    let alive = |ids: &[ProcessIdentity]| ids.iter().filter(|id| id.is_alive(counters)).count();
-    while alive(&tree) > 0 && started.elapsed() < grace && !escalate() {
-        std::thread::sleep(POLL);
-    }
-    let mut remaining: Vec<ProcessIdentity> = tree.clone();
-    if root.is_alive(counters) {
-        for id in identities(counters, root) {
-            if !remaining.contains(&id) {
-                remaining.push(id);
-            }
-        }
-    }
-    for id in remaining.iter().filter(|id| id.is_alive(counters)) {
-        if signal_checked(counters, safety, id, SIGKILL, &mut report) {
-            report.killed.push(id.pid);
-        }
-    }
-    let killed_at = Instant::now();
-    while alive(&remaining) > 0 && killed_at.elapsed() < KILL_WAIT {
-        std::thread::sleep(POLL);
-    }
-    report.survivors = remaining
-        .iter()
-        .filter(|id| id.is_alive(counters))
-        .map(|id| id.pid)
-        .collect();
-    Ok(report)
-}
-
-/// `root` and its live descendants with their identities.
-fn identities(counters: &Counters, root: ProcessIdentity) -> Vec<ProcessIdentity> {
-    let mut out = vec![root];
-    for pid in tree_pids(counters, root.pid).into_iter().skip(1) {
-        if let Ok(id) = ProcessIdentity::of(counters, pid) {
-            out.push(id);
-        }
-    }
-    out
-}
-
-/// Stops the process group led by `child`, a command Headroom started in its own group:
-/// SIGTERM to the group, SIGKILL to what is left after `grace` (or at once on `escalate()`).
-/// Reaps `child`; returns when the group is empty or `KILL_WAIT` after SIGKILL.
-pub fn stop_group(child: &mut Child, grace: Duration, escalate: &dyn Fn() -> bool) -> StopReport {
-    let pgid = child.id();
-    let mut report = StopReport::default();
-    if pgid <= 1 || pgid == signals::current_pgid() || pgid == std::process::id() {
-        report.refused.push((
-            pgid,
-            format!("group {pgid} is not a group Headroom started"),
-        ));
-        return report;
-    }
-    let gone = |child: &mut Child| {
-        let _ = child.try_wait();
-        !signals::group_exists(pgid)
-    };
-    if gone(child) {
-        return report;
-    }
-    if signals::send_group(pgid, SIGTERM).is_ok() {
-        tracing::warn!(pgid, "sent SIGTERM to the group");
-        report.terminated.push(pgid);
-    }
-    let started = Instant::now();
-    while !gone(child) && started.elapsed() < grace && !escalate() {
-        std::thread::sleep(POLL);
-    }
-    if !gone(child) {
-        if signals::send_group(pgid, SIGKILL).is_ok() {
-            tracing::warn!(pgid, "sent SIGKILL to the group");
-            report.killed.push(pgid);
-        }
-        let killed_at = Instant::now();
-        while !gone(child) && killed_at.elapsed() < KILL_WAIT {
-            std::thread::sleep(POLL);
-        }
-    }
-    if !gone(child) {
-        report.survivors.push(pgid);
-    }
-    report
+    let members = MemberSet::new(Members::of_process(root));
+    Ok(stop_members(counters, safety, &members, grace, escalate))
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -3,9 +3,23 @@
 #![allow(clippy::unwrap_used)] // helpers of tests: a panic is a failed test
 
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use super::*;
+use crate::process::tree_pids;
+
+/// True once group `pgid` is gone (its last zombies reaped by whoever adopted them).
+fn group_ends(pgid: u32) -> bool {
+    (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        !signals::group_exists(pgid)
+    })
+}
+
+fn members_of(c: &Counters, child: &Child) -> MemberSet {
+    let id = ProcessIdentity::of(c, child.id()).unwrap();
+    MemberSet::new(Members::of_command(id, None))
+}
 
 fn never() -> bool {
     false
@@ -109,28 +123,44 @@ fn stop_tree_terms_descendants_and_kills_term_ignorers() {
 }
 
 #[test]
-fn stop_group_escalates_after_grace() {
+fn stop_members_escalates_after_grace() {
     let mut child = spawn_sh("trap '' TERM; sleep 60 & sleep 60 & wait", true);
     let c = Counters::new();
-    wait_for_children(&c, child.id(), 2);
+    let pids = wait_for_children(&c, child.id(), 2);
+    let set = members_of(&c, &child);
     let t0 = Instant::now();
-    let report = stop_group(&mut child, Duration::from_millis(200), &never);
-    assert_eq!(report.terminated, vec![child.id()]);
-    assert_eq!(report.killed, vec![child.id()]);
+    let report = stop_members(
+        &c,
+        &Safety::new(&c),
+        &set,
+        Duration::from_millis(200),
+        &never,
+    );
+    let _ = child.wait();
+    for pid in &pids {
+        assert!(report.terminated.contains(pid), "{report:?}");
+    }
+    // The ignored TERM is inherited: every member needed the SIGKILL.
+    for pid in &pids {
+        assert!(report.killed.contains(pid), "{report:?}");
+    }
     assert!(report.survivors.is_empty());
+    assert!(report.signalled());
     assert!(t0.elapsed() >= Duration::from_millis(200));
-    assert!(!signals::group_exists(child.id()));
+    assert!(group_ends(child.id()));
 }
 
 #[test]
-fn stop_group_without_escalation_when_term_works() {
+fn stop_members_without_escalation_when_term_works() {
     let mut child = spawn_sh("sleep 60 & sleep 60 & wait", true);
     let c = Counters::new();
     wait_for_children(&c, child.id(), 2);
-    let report = stop_group(&mut child, Duration::from_secs(5), &never);
-    assert_eq!(report.terminated, vec![child.id()]);
+    let set = members_of(&c, &child);
+    let report = stop_members(&c, &Safety::new(&c), &set, Duration::from_secs(5), &never);
+    let _ = child.wait();
+    assert_eq!(report.terminated.len(), 3, "{report:?}");
     assert!(report.killed.is_empty(), "{report:?}");
-    assert!(!signals::group_exists(child.id()));
+    assert!(group_ends(child.id()));
 }
 
 #[test]
@@ -138,8 +168,22 @@ fn escalate_sends_kill_at_once() {
     let mut child = spawn_sh("trap '' TERM; sleep 60 & wait", true);
     let c = Counters::new();
     wait_for_children(&c, child.id(), 1);
+    let set = members_of(&c, &child);
     let t0 = Instant::now();
-    let report = stop_group(&mut child, Duration::from_secs(30), &|| true);
+    let report = stop_members(&c, &Safety::new(&c), &set, Duration::from_secs(30), &|| {
+        true
+    });
+    let _ = child.wait();
     assert!(t0.elapsed() < Duration::from_secs(10));
-    assert_eq!(report.killed, vec![child.id()]);
+    assert!(report.killed.contains(&child.id()), "{report:?}");
+}
+
+#[test]
+fn a_job_that_ended_before_the_stop_was_not_stopped() {
+    let mut child = spawn_sh("sleep 0.3; exit 7", true);
+    let c = Counters::new();
+    let set = members_of(&c, &child);
+    let _ = child.wait();
+    let report = stop_members(&c, &Safety::new(&c), &set, Duration::from_secs(1), &never);
+    assert!(!report.signalled(), "{report:?}");
 }

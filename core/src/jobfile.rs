@@ -7,9 +7,10 @@
 //! finished more than [`FINISHED_KEEP`] ago, and a job whose process is gone while its file
 //! still says it is waiting, running or stopping (the guard crashed or was killed).
 //!
-//! `pid` and `start_time` name the process the file is about: the guarded command once it
-//! runs, and the guard itself while it waits for room (the guard removes the waiting file
-//! when it writes the running one).
+//! `pid` and `start_time` name the process the file is about: the guarded command's leader.
+//! [`Publisher`] is the guard's side: a [`Sink`] of the job engine. When it starts it prunes
+//! finished files: those older than [`FINISHED_KEEP`], and all but the newest
+//! [`FINISHED_KEEP_COUNT`].
 
 use std::fs;
 use std::io;
@@ -19,20 +20,24 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
+use crate::engine::drive::Sink;
 use crate::history::unix_ms;
 use crate::paths::write_atomic;
-use crate::policy::Verdict;
+use crate::policy::{JobEvent, Verdict};
 use crate::process::ProcessIdentity;
+use crate::sampler::Sample;
 
 /// How long a finished job's file is kept for the app to show its verdict.
 pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
+/// How many finished jobs' files are kept at most.
+pub const FINISHED_KEEP_COUNT: usize = 20;
+/// How often a running job's file is rewritten.
+const PUBLISH_EVERY: Duration = Duration::from_secs(2);
 
 /// Where a guarded job is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobFileState {
-    /// Waiting for room before starting the command.
-    Waiting,
     /// The command runs under the guard.
     Running,
     /// The guard is stopping it (TERM sent, KILL may follow).
@@ -140,9 +145,7 @@ impl JobFile {
                 let keep_ms = i64::try_from(FINISHED_KEEP.as_millis()).unwrap_or(i64::MAX);
                 now_ms.saturating_sub(self.updated_at_ms) > keep_ms
             }
-            JobFileState::Waiting | JobFileState::Running | JobFileState::Stopping => {
-                !is_alive(&self.identity())
-            }
+            JobFileState::Running | JobFileState::Stopping => !is_alive(&self.identity()),
         }
     }
 }
@@ -183,10 +186,133 @@ fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool)
             }
             continue;
         }
-        jobs.push(job);
+        jobs.push((path, job));
     }
-    jobs.sort_by_key(|j| (j.started_at_ms, j.pid));
-    jobs
+    jobs.sort_by_key(|(_, j)| (j.started_at_ms, j.pid));
+    // Only the newest finished jobs are kept.
+    let finished = jobs
+        .iter()
+        .filter(|(_, j)| j.state == JobFileState::Finished)
+        .count();
+    let mut excess = finished.saturating_sub(FINISHED_KEEP_COUNT);
+    jobs.retain(|(path, job)| {
+        if excess == 0 || job.state != JobFileState::Finished {
+            return true;
+        }
+        excess -= 1;
+        if let Err(e) = fs::remove_file(path) {
+            tracing::debug!("job files: cannot remove {}: {e}", path.display());
+        }
+        false
+    });
+    jobs.into_iter().map(|(_, job)| job).collect()
+}
+
+/// Publishes a guarded command's progress for the menu-bar app: written when the job is
+/// under guard, every 2 s while it runs, and with the verdict at the end. A failure to write
+/// is logged once and never stops the guard (so this sink never fails).
+#[derive(Debug)]
+pub struct Publisher {
+    dir: PathBuf,
+    file: Option<JobFile>,
+    command: String,
+    swap_budget_bytes: u64,
+    last_write: Option<std::time::Instant>,
+    failed: bool,
+}
+
+impl Publisher {
+    /// A publisher into `dir` for `command` under `swap_budget_bytes`.
+    pub fn new(dir: PathBuf, command: &str, swap_budget_bytes: u64) -> Self {
+        Publisher {
+            dir,
+            file: None,
+            command: command.to_string(),
+            swap_budget_bytes,
+            last_write: None,
+            failed: false,
+        }
+    }
+
+    fn write(&mut self, force: bool) {
+        let due = self.last_write.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY);
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        if !(force || due) {
+            return;
+        }
+        file.updated_at_ms = unix_ms(SystemTime::now());
+        self.last_write = Some(std::time::Instant::now());
+        if let Err(e) = file.write_atomic(&self.dir) {
+            if !self.failed {
+                tracing::warn!(error = %e, "cannot publish the job for the app");
+                self.failed = true;
+            }
+        }
+    }
+}
+
+impl Sink for Publisher {
+    fn name(&self) -> String {
+        format!("the job file in {}", self.dir.display())
+    }
+
+    fn started(&mut self, root: ProcessIdentity, swap_start_bytes: u64) -> io::Result<()> {
+        // Prunes old finished files (the liveness test is not needed for those).
+        list_at(&self.dir, unix_ms(SystemTime::now()), |_| true);
+        let now = unix_ms(SystemTime::now());
+        self.file = Some(JobFile {
+            pid: root.pid,
+            start_time: root.start_time,
+            command: self.command.clone(),
+            started_at_ms: now,
+            updated_at_ms: now,
+            swap_budget_bytes: self.swap_budget_bytes,
+            swap_start_bytes,
+            swap_growth_bytes: 0,
+            peak_footprint_bytes: None,
+            state: JobFileState::Running,
+            verdict: None,
+        });
+        self.write(true);
+        Ok(())
+    }
+
+    fn sample(&mut self, sample: &Sample) -> io::Result<()> {
+        if let Some(file) = self.file.as_mut() {
+            if let Some(system) = &sample.system {
+                let growth = system.swap_used_bytes.saturating_sub(file.swap_start_bytes);
+                file.swap_growth_bytes = file.swap_growth_bytes.max(growth);
+            }
+            let footprint = sample
+                .tracked
+                .iter()
+                .find(|t| t.identity == file.identity())
+                .and_then(|t| t.memory.map(|m| m.footprint_bytes));
+            if let Some(f) = footprint {
+                file.peak_footprint_bytes = Some(file.peak_footprint_bytes.map_or(f, |p| p.max(f)));
+            }
+        }
+        self.write(false);
+        Ok(())
+    }
+
+    fn event(&mut self, _t: Duration, event: &JobEvent) -> io::Result<()> {
+        if let Some(file) = self.file.as_mut() {
+            match event {
+                JobEvent::Stopped { .. } => file.state = JobFileState::Stopping,
+                JobEvent::Finished { verdict } => {
+                    file.state = JobFileState::Finished;
+                    file.swap_growth_bytes = verdict.swap_growth_bytes;
+                    file.verdict = Some(verdict.clone());
+                }
+                _ => return Ok(()),
+            }
+        }
+        self.write(true);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

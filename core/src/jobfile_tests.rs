@@ -19,6 +19,7 @@ fn job(pid: u32, state: JobFileState, updated_at_ms: i64) -> JobFile {
         peak_footprint_bytes: Some(18 << 30),
         state,
         verdict: (state == JobFileState::Finished).then(|| Verdict {
+            processes: 1,
             fits: true,
             swap_growth_bytes: 300 << 20,
             swap_start_bytes: 1 << 30,
@@ -97,7 +98,7 @@ fn stale_files_are_removed() {
     let crashed = job(12, JobFileState::Running, NOW_MS - 5_000);
     let crashed_stopping = job(13, JobFileState::Stopping, NOW_MS - 5_000);
     let long_running = job(14, JobFileState::Running, NOW_MS - 3 * HOUR_MS);
-    let waiting = job(15, JobFileState::Waiting, NOW_MS);
+    let waiting = job(15, JobFileState::Running, NOW_MS);
     for j in [
         &recent_finish,
         &old_finish,

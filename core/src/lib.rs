@@ -9,12 +9,13 @@
 
 pub mod chart;
 pub mod counters;
+pub mod engine;
 pub mod error;
 #[cfg(unix)]
 pub mod guard;
 pub mod history;
 pub mod jobfile;
-pub mod jobs;
+pub mod members;
 pub mod monitor;
 pub mod paths;
 pub mod policy;

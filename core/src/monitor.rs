@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
 use crate::counters::{PressureLevel, SystemCounters};
+use crate::engine::{Action, Engine};
 use crate::history::{unix_ms, History, Metric, METRICS};
-use crate::jobs::{Action, Jobs};
 use crate::sampler::Sample;
 use crate::units::format_bytes_short;
 
@@ -46,7 +46,7 @@ pub struct Monitor {
     /// In-memory history.
     pub history: History,
     /// Watched and guarded processes.
-    pub jobs: Jobs,
+    pub jobs: Engine,
     last: Option<(SystemTime, SystemCounters)>,
 }
 

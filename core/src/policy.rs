@@ -5,6 +5,7 @@
 //! start, swap, free %, footprint) and act on what comes back, so every rule is table-tested
 //! with recorded samples, including real macOS traces (`tests/fixtures/macos-traces`).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -32,13 +33,48 @@ pub struct GuardConfig {
     pub notify_step_bytes: u64,
     /// At most one swap-growth notification per job in this time (1 min).
     pub notify_min_interval: Duration,
-    /// Look-ahead for the growth projection: stop when swap, growing at its current rate,
-    /// would pass the budget within this time (the poll interval: before the next check).
+    /// Look-ahead for the growth projection: stop when swap, growing at its rate over the
+    /// last look-ahead (at least), would pass the budget within this time, on two checks in
+    /// a row. The job engine sets it to the current check interval: before the next check.
     pub lookahead: Duration,
+}
+
+/// The fastest check while guarding.
+pub const MIN_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// Swap growth rate assumed at least when spacing checks (a fast fill onto an SSD).
+pub const ASSUMED_FILL_BYTES_PER_SECOND: f64 = (1u64 << 30) as f64;
+/// Checks wanted, at the assumed or observed rate, before swap could reach the budget.
+const CHECKS_BEFORE_BUDGET: f64 = 4.0;
+/// How much swap history the growth rate is computed over, at most.
+const RATE_HISTORY: Duration = Duration::from_secs(10);
+
+/// The adaptive check interval of a guarded job, as earlyoom spaces its checks: `base` (the
+/// poll the user set) while swap is far from the budget, shorter as it nears it or grows
+/// fast, never under [`MIN_CHECK_INTERVAL`]. Time to the budget (or the swap limit) at the
+/// observed rate, or at least [`ASSUMED_FILL_BYTES_PER_SECOND`], split into four checks.
+pub fn check_interval(
+    cfg: &GuardConfig,
+    growth_bytes: u64,
+    swap_used_bytes: u64,
+    rate_bytes_per_second: f64,
+    base: Duration,
+) -> Duration {
+    let mut remaining = cfg.swap_budget_bytes.saturating_sub(growth_bytes);
+    if let Some(limit) = cfg.swap_limit_bytes {
+        remaining = remaining.min(limit.saturating_sub(swap_used_bytes));
+    }
+    let rate = rate_bytes_per_second.max(ASSUMED_FILL_BYTES_PER_SECOND);
+    let seconds = remaining as f64 / rate / CHECKS_BEFORE_BUDGET;
+    let base = base.max(MIN_CHECK_INTERVAL);
+    Duration::try_from_secs_f64(seconds)
+        .unwrap_or(base)
+        .clamp(MIN_CHECK_INTERVAL, base)
 }
 
 /// Samples in a row below `kill_free_percent` that stop a job.
 pub const LOW_FREE_STRIKES: u32 = 2;
+/// Checks in a row whose growth projection passes the budget that stop a job.
+pub const PROJECTED_CROSSINGS: u32 = 2;
 /// Fraction of the swap budget at which a warning is sent.
 pub const WARN_FRACTION: f64 = 0.8;
 /// The warning re-arms only after growth falls back under this fraction of the budget.
@@ -333,6 +369,9 @@ pub struct Verdict {
     pub duration: Duration,
     /// How it ended.
     pub ended: EndReason,
+    /// How many processes the job had in all (its members ever seen; 0 when unknown).
+    #[serde(default)]
+    pub processes: u32,
 }
 
 impl std::fmt::Display for Verdict {
@@ -353,6 +392,9 @@ impl std::fmt::Display for Verdict {
         if let Some(l) = self.lowest_free_percent {
             write!(f, ", lowest free {l:.0}%")?;
         }
+        if self.processes > 1 {
+            write!(f, ", {} processes", self.processes)?;
+        }
         write!(f, ", {}, {}", format_duration(self.duration), self.ended)
     }
 }
@@ -366,8 +408,12 @@ pub struct JobState {
     lowest_free_percent: Option<f64>,
     low_free_strikes: u32,
     last_t: Duration,
-    /// The previous observation's time and swap, for the growth rate.
-    prev: Option<(Duration, u64)>,
+    /// Recent (time, swap in use) observations, for the growth rate over a window.
+    recent: VecDeque<(Duration, u64)>,
+    /// The growth rate at the last observation, bytes per second.
+    rate_bytes_per_second: f64,
+    /// Observations in a row whose projection passed the budget.
+    projected_crossings: u32,
 }
 
 impl JobState {
@@ -380,7 +426,9 @@ impl JobState {
             lowest_free_percent: None,
             low_free_strikes: 0,
             last_t: Duration::ZERO,
-            prev: None,
+            recent: VecDeque::new(),
+            rate_bytes_per_second: 0.0,
+            projected_crossings: 0,
         }
     }
 
@@ -410,8 +458,9 @@ impl JobState {
                 .map_or(obs.free_percent, |l| l.min(obs.free_percent)),
         );
         self.last_t = self.last_t.max(obs.t);
-        let rate = self.swap_rate(obs);
-        self.prev = Some((obs.t, obs.swap_used_bytes));
+        let window = cfg.map_or(Duration::ZERO, |c| c.lookahead);
+        let rate = self.swap_rate(obs, window);
+        self.rate_bytes_per_second = rate;
         let cfg = cfg?;
         let growth = self.growth_bytes(obs);
         if growth > cfg.swap_budget_bytes {
@@ -420,13 +469,20 @@ impl JobState {
                 budget_bytes: cfg.swap_budget_bytes,
             });
         }
+        // One burst, or a late check right after an early one, must not stop a job that
+        // fits: the rate spans at least the look-ahead, and the crossing must hold twice.
         let projected = growth as f64 + rate * cfg.lookahead.as_secs_f64();
         if projected > cfg.swap_budget_bytes as f64 {
-            return Some(StopReason::SwapBudgetProjected {
-                growth_bytes: growth,
-                rate_bytes_per_second: rate as u64,
-                budget_bytes: cfg.swap_budget_bytes,
-            });
+            self.projected_crossings += 1;
+            if self.projected_crossings >= PROJECTED_CROSSINGS {
+                return Some(StopReason::SwapBudgetProjected {
+                    growth_bytes: growth,
+                    rate_bytes_per_second: rate as u64,
+                    budget_bytes: cfg.swap_budget_bytes,
+                });
+            }
+        } else {
+            self.projected_crossings = 0;
         }
         if let Some(limit) = cfg.swap_limit_bytes {
             if obs.swap_used_bytes > limit {
@@ -450,14 +506,35 @@ impl JobState {
         None
     }
 
-    /// Swap growth rate since the previous observation, bytes per second (0 when shrinking).
-    fn swap_rate(&self, obs: &Observation) -> f64 {
-        match self.prev {
-            Some((t, swap)) if obs.t > t => {
+    /// Records `obs` and returns the swap growth rate over the last `window` or more: from
+    /// the newest observation at least `window` old (0 while the job is younger than that,
+    /// and when swap shrank), bytes per second.
+    fn swap_rate(&mut self, obs: &Observation, window: Duration) -> f64 {
+        self.recent.push_back((obs.t, obs.swap_used_bytes));
+        let keep = RATE_HISTORY.max(window);
+        while self
+            .recent
+            .front()
+            .is_some_and(|&(t, _)| obs.t.saturating_sub(t) > keep)
+        {
+            self.recent.pop_front();
+        }
+        let from = self
+            .recent
+            .iter()
+            .rev()
+            .find(|&&(t, _)| t < obs.t && obs.t - t >= window);
+        match from {
+            Some(&(t, swap)) => {
                 obs.swap_used_bytes.saturating_sub(swap) as f64 / (obs.t - t).as_secs_f64()
             }
-            _ => 0.0,
+            None => 0.0,
         }
+    }
+
+    /// The growth rate at the last observation, bytes per second.
+    pub fn rate_bytes_per_second(&self) -> f64 {
+        self.rate_bytes_per_second
     }
 
     /// The verdict, once the job has ended.
@@ -471,6 +548,7 @@ impl JobState {
             lowest_free_percent: self.lowest_free_percent,
             duration: self.last_t,
             ended,
+            processes: 0,
         }
     }
 }

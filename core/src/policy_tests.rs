@@ -136,8 +136,10 @@ fn fast_growth_stops_before_passing_the_budget() {
     let mut job = JobState::new(0);
     assert_eq!(job.observe(Some(&cfg), &obs(0, 0, 50.0)), None);
     assert_eq!(job.observe(Some(&cfg), &obs(500, 300 * MIB, 50.0)), None);
-    // 700 MiB growth at 800 MiB/s: 0.5 s more would pass 1 GiB.
-    let r = job.observe(Some(&cfg), &obs(1000, 700 * MIB, 50.0));
+    // 700 MiB growth at 800 MiB/s: 0.5 s more would pass 1 GiB; once is not enough.
+    assert_eq!(job.observe(Some(&cfg), &obs(1000, 700 * MIB, 50.0)), None);
+    // Still 950 MiB, under the budget, at 500 MiB/s: the second crossing in a row stops it.
+    let r = job.observe(Some(&cfg), &obs(1500, 950 * MIB, 50.0));
     assert!(
         matches!(r, Some(StopReason::SwapBudgetProjected { .. })),
         "{r:?}"
@@ -267,4 +269,83 @@ fn reasons_read_well() {
         need_percent: 40.0,
     };
     assert_eq!(w.to_string(), "free memory 22% < 40% needed");
+}
+
+#[test]
+fn a_one_sample_burst_that_fits_is_not_stopped() {
+    // 100 ms checks near a 200 MiB budget; swap jumps 150 MiB in one check, then stays.
+    let cfg = GuardConfig {
+        swap_budget_bytes: 200 * MIB,
+        lookahead: Duration::from_millis(100),
+        ..GuardConfig::default()
+    };
+    let mut job = JobState::new(0);
+    let mut t = 0;
+    for swap in [0, 0, 0, 150 * MIB, 150 * MIB, 150 * MIB, 150 * MIB] {
+        assert_eq!(job.observe(Some(&cfg), &obs(t, swap, 50.0)), None, "t={t}");
+        t += 100;
+    }
+    // A late wake-up right after an early one: 20 MiB in 5 ms is 4 GiB/s over one gap, but
+    // the rate spans the look-ahead at least, and it does not hold.
+    assert_eq!(job.observe(Some(&cfg), &obs(t - 95, 170 * MIB, 50.0)), None);
+    assert_eq!(
+        job.observe(Some(&cfg), &obs(t + 100, 170 * MIB, 50.0)),
+        None
+    );
+    // Growth that keeps going is still stopped before the budget.
+    let mut stopped = None;
+    for (k, swap) in [186, 199].into_iter().enumerate() {
+        stopped = job.observe(Some(&cfg), &obs(t + 200 + 100 * k as u64, swap * MIB, 50.0));
+        if stopped.is_some() {
+            break;
+        }
+    }
+    assert!(
+        matches!(stopped, Some(StopReason::SwapBudgetProjected { .. })),
+        "{stopped:?}"
+    );
+}
+
+#[test]
+fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
+    let cfg = GuardConfig {
+        swap_budget_bytes: 8 * GIB,
+        ..GuardConfig::default()
+    };
+    let base = Duration::from_millis(500);
+    let ms = |d: Duration| d.as_millis();
+    // (growth, rate B/s, expected ms)
+    let cases: &[(u64, f64, u128)] = &[
+        (0, 0.0, 500),                 // far from the budget: the poll
+        (6 * GIB, 0.0, 500),           // 2 GiB left at 1 GiB/s: 0.5 s
+        (7 * GIB, 0.0, 250),           // 1 GiB left: four checks in a second
+        (7 * GIB + GIB / 2, 0.0, 125), // 512 MiB left
+        (8 * GIB, 0.0, 100),           // at the budget: the fastest
+        (0, 16.0 * GIB as f64, 125),   // growing fast, far from it
+    ];
+    for &(growth, rate, want) in cases {
+        assert_eq!(
+            ms(check_interval(&cfg, growth, growth, rate, base)),
+            want,
+            "growth {growth}, rate {rate}"
+        );
+    }
+    // Never slower than the poll, never faster than the floor.
+    assert_eq!(
+        ms(check_interval(&cfg, 0, 0, 0.0, Duration::from_secs(5))),
+        2000
+    );
+    assert_eq!(
+        ms(check_interval(&cfg, 0, 0, 0.0, Duration::from_millis(10))),
+        100
+    );
+    // A swap limit closer than the budget counts.
+    let limited = GuardConfig {
+        swap_limit_bytes: Some(GIB),
+        ..cfg.clone()
+    };
+    assert_eq!(
+        ms(check_interval(&limited, 0, GIB - GIB / 4, 0.0, base)),
+        100
+    );
 }

@@ -29,9 +29,21 @@ impl ProcessIdentity {
         })
     }
 
-    /// True while this exact process (same pid and start time) still exists.
+    /// Whether this exact process (same pid and start time) still exists: `Ok(false)` when
+    /// it exited or its pid now names another process, an error when the OS would not say.
+    /// One cheap read (Linux `/proc/PID/stat`, macOS `PROC_PIDTBSDINFO`).
+    pub fn alive(&self, counters: &Counters) -> Result<bool> {
+        match counters.start_time(self.pid) {
+            Ok(start_time) => Ok(start_time == self.start_time),
+            Err(e) if e.is_gone() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// True while this exact process still exists. A failed read counts as alive: only a
+    /// process known to be gone is gone.
     pub fn is_alive(&self, counters: &Counters) -> bool {
-        matches!(counters.process_info(self.pid), Ok(info) if info.start_time == self.start_time)
+        self.alive(counters).unwrap_or(true)
     }
 }
 
@@ -51,7 +63,8 @@ pub struct TreeMemory {
 }
 
 impl TreeMemory {
-    fn add(&mut self, m: &ProcessMemory) {
+    /// Adds one process's numbers.
+    pub(crate) fn add(&mut self, m: &ProcessMemory) {
         self.footprint_bytes += m.footprint_bytes;
         self.resident_bytes += m.resident_bytes;
         if let Some(swap) = m.swap_bytes {

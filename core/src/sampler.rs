@@ -1,9 +1,11 @@
 //! The one sampling loop.
 //!
 //! A thread reads system counters every tick (default 0.5 s) and the memory of each tracked
-//! process tree, and publishes an `Arc<Sample>` to every subscriber. Ticks are scheduled at
-//! `start + n × interval`, so the loop does not drift; a tick that falls behind skips ahead
-//! instead of bursting. A read error is reported in the first sample that fails (and logged
+//! job's members ([`MemberSet`]), and publishes an `Arc<Sample>` to every subscriber. Ticks
+//! are scheduled at `start + n × interval`, so the loop does not drift; a tick that falls
+//! behind skips ahead instead of bursting. There is one clock: `since_start` counts from the
+//! sampler's start and never restarts; changing the interval only changes the spacing of
+//! the ticks that follow. A read error is reported in the first sample that fails (and logged
 //! once); later samples carry no error until reads succeed again, and sampling goes on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,11 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 use crate::counters::{Counters, FootprintRow, Result, SystemCounters};
-use crate::process::{tree_memory, ProcessIdentity, TreeMemory};
+use crate::members::MemberSet;
+use crate::process::{ProcessIdentity, TreeMemory};
 use crate::trace::{round_t, SampleRecord};
-
-/// Default sampling interval.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How many samples a slow subscriber may fall behind before it misses some.
 const SUBSCRIBER_BACKLOG: usize = 256;
@@ -42,12 +42,12 @@ pub struct Sample {
     pub error: Option<String>,
 }
 
-/// A tracked process tree at one tick.
+/// A tracked job at one tick.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrackedSample {
-    /// The tracked process.
+    /// The process the job is named by (see [`MemberSet::root`]).
     pub identity: ProcessIdentity,
-    /// Memory of it and its descendants; `None` once it has exited (or the pid was recycled).
+    /// Memory of its live members; `None` once no member lives.
     pub memory: Option<TreeMemory>,
 }
 
@@ -118,10 +118,11 @@ impl ErrorOnce {
     }
 }
 
-/// Reads one sample: system counters and every tracked tree (pid + start time re-checked).
+/// Reads one sample: system counters and every tracked job's members (each re-checked by
+/// pid and start time).
 pub fn read_sample(
     counters: &Counters,
-    tracked: &[ProcessIdentity],
+    tracked: &[MemberSet],
     errors: &mut ErrorOnce,
     seq: u64,
     since_start: Duration,
@@ -130,14 +131,9 @@ pub fn read_sample(
     let error = errors.observe(&system);
     let tracked = tracked
         .iter()
-        .map(|id| {
-            let memory = tree_memory(counters, id.pid)
-                .ok()
-                .filter(|_| id.is_alive(counters));
-            TrackedSample {
-                identity: *id,
-                memory,
-            }
+        .map(|set| TrackedSample {
+            identity: set.root(),
+            memory: set.refresh(counters),
         })
         .collect();
     Sample {
@@ -166,6 +162,8 @@ pub fn next_tick(start: Instant, interval: Duration, last_n: u64, now: Instant) 
 
 #[derive(Debug)]
 struct Shared {
+    /// The clock's zero: `since_start` counts from here.
+    origin: Instant,
     stop: AtomicBool,
     wake: Condvar,
     state: Mutex<State>,
@@ -174,7 +172,7 @@ struct Shared {
 #[derive(Debug)]
 struct State {
     interval: Duration,
-    tracked: Vec<ProcessIdentity>,
+    tracked: Vec<MemberSet>,
     subscribers: Vec<SyncSender<Arc<Sample>>>,
     /// Bumped when the interval changes so the loop restarts its schedule.
     generation: u64,
@@ -196,6 +194,7 @@ impl Sampler {
     /// Starts sampling every `interval` on a thread of its own.
     pub fn start(counters: Counters, interval: Duration) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
+            origin: Instant::now(),
             stop: AtomicBool::new(false),
             wake: Condvar::new(),
             state: Mutex::new(State {
@@ -225,25 +224,37 @@ impl Sampler {
         rx
     }
 
-    /// Tracks a process tree from the next tick on.
-    pub fn track(&self, id: ProcessIdentity) {
+    /// Tracks a job's members from the next tick on (once per set).
+    pub fn track(&self, set: &MemberSet) {
         let mut state = lock(&self.shared.state);
-        if !state.tracked.contains(&id) {
-            state.tracked.push(id);
+        if !state.tracked.iter().any(|t| t.same_as(set)) {
+            state.tracked.push(set.clone());
         }
     }
 
-    /// Stops tracking `id`.
-    pub fn untrack(&self, id: ProcessIdentity) {
-        lock(&self.shared.state).tracked.retain(|t| *t != id);
+    /// Stops tracking the job named by `root`.
+    pub fn untrack(&self, root: ProcessIdentity) {
+        lock(&self.shared.state)
+            .tracked
+            .retain(|t| t.root() != root);
     }
 
-    /// Changes the interval; the schedule restarts from now.
+    /// Changes the interval of the ticks that follow (the next tick comes one new interval
+    /// from now); the clock (`since_start`) goes on. Setting the same interval does nothing.
     pub fn set_interval(&self, interval: Duration) {
+        let interval = interval.max(Duration::from_millis(1));
         let mut state = lock(&self.shared.state);
-        state.interval = interval.max(Duration::from_millis(1));
+        if state.interval == interval {
+            return;
+        }
+        state.interval = interval;
         state.generation += 1;
         self.shared.wake.notify_all();
+    }
+
+    /// Time on the sampler's clock now (the `since_start` a sample taken now would have).
+    pub fn clock(&self) -> Duration {
+        self.shared.origin.elapsed()
     }
 
     /// The current interval.
@@ -279,14 +290,19 @@ impl Drop for Sampler {
 fn run_loop(shared: &Shared, counters: &Counters) {
     let mut errors = ErrorOnce::default();
     let mut seq = 0u64;
+    let origin = shared.origin;
+    let mut first = true;
     'schedule: loop {
         let (interval, generation) = {
             let s = lock(&shared.state);
             (s.interval, s.generation)
         };
+        // A new interval: ticks from now on, one new interval apart (the first tick of all
+        // is immediate).
         let start = Instant::now();
         let mut n = 0u64;
-        let mut deadline = start;
+        let mut deadline = if first { start } else { start + interval };
+        first = false;
         loop {
             // Sleep until the deadline, waking early only to stop or to change the interval.
             let mut state = lock(&shared.state);
@@ -310,15 +326,16 @@ fn run_loop(shared: &Shared, counters: &Counters) {
             let tracked = state.tracked.clone();
             drop(state);
 
-            let sample = Arc::new(read_sample(
-                counters,
-                &tracked,
-                &mut errors,
-                seq,
-                start.elapsed(),
-            ));
+            // A panic while reading is caught and logged, and sampling goes on: the jobs and
+            // their guards depend on this loop.
+            let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_sample(counters, &tracked, &mut errors, seq, origin.elapsed())
+            }));
+            match read {
+                Ok(sample) => publish(shared, &Arc::new(sample)),
+                Err(_) => tracing::error!(seq, "reading a sample panicked; sampling goes on"),
+            }
             seq += 1;
-            publish(shared, &sample);
             (n, deadline) = next_tick(start, interval, n, Instant::now());
         }
     }
@@ -391,7 +408,8 @@ mod tests {
         let id = ProcessIdentity::of(&counters, child.id()).unwrap();
         let sampler = Sampler::start(counters, Duration::from_millis(20)).unwrap();
         let rx = sampler.subscribe();
-        sampler.track(id);
+        let set = MemberSet::new(crate::members::Members::of_process(id));
+        sampler.track(&set);
         let mut seen_tracked = false;
         let mut last_seq = None;
         for _ in 0..20 {
@@ -421,13 +439,13 @@ mod tests {
         });
         assert!(gone);
         sampler.untrack(id);
+        let before = rx.recv_timeout(Duration::from_secs(5)).unwrap().since_start;
         sampler.set_interval(Duration::from_millis(10));
         assert_eq!(sampler.interval(), Duration::from_millis(10));
-        assert!(rx
-            .recv_timeout(Duration::from_secs(5))
-            .unwrap()
-            .tracked
-            .is_empty());
+        let after = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(after.tracked.is_empty());
+        // One clock: a new interval never restarts the time.
+        assert!(after.since_start > before, "{after:?} after {before:?}");
         assert!(!sampler.scan().unwrap().is_empty());
         sampler.stop();
     }

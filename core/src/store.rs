@@ -33,7 +33,8 @@ pub const HISTORY_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 1] = [r"
+const MIGRATIONS: [&str; 2] = [
+    r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
     free_percent_min REAL, free_percent_max REAL, free_percent_mean REAL,
@@ -67,12 +68,16 @@ CREATE TABLE active_guards (
     swap_start_bytes INTEGER NOT NULL,
     PRIMARY KEY (pid, start_time)
 );
-"];
+",
+    r"
+ALTER TABLE active_guards ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+",
+];
 
 const JOB_COLUMNS: &str = "id, pid, start_time, command, mode, started_at_ms, ended_at_ms, \
      fits, swap_growth_bytes, peak_footprint_bytes, verdict_json";
 const GUARD_COLUMNS: &str = "pid, start_time, command, mode, started_at_ms, swap_budget_bytes, \
-     kill_free_percent, swap_start_bytes";
+     kill_free_percent, swap_start_bytes, boot_id";
 
 /// Why the store failed. The database file is left as it was.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use crate::counters::Counters;
 use crate::policy::Verdict;
 use crate::process::ProcessIdentity;
 
-pub use crate::jobs::JobMode;
+pub use crate::engine::JobMode;
 
 /// A job that ended, with its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +54,9 @@ pub struct ActiveGuard {
     pub kill_free_percent: f64,
     /// Swap in use when watching began: growth is measured from here, also after a restart.
     pub swap_start_bytes: u64,
+    /// The boot it was saved in (`Counters::boot_id`): start times count from boot, so after
+    /// a reboot the identity may name an unrelated process and the guard is dropped.
+    pub boot_id: String,
 }
 
 impl Store {
@@ -131,7 +134,7 @@ impl Store {
         self.conn.execute(
             &format!(
                 "INSERT OR REPLACE INTO active_guards ({GUARD_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
             ),
             params![
                 guard.identity.pid,
@@ -142,6 +145,7 @@ impl Store {
                 guard.swap_budget_bytes,
                 guard.kill_free_percent,
                 guard.swap_start_bytes,
+                guard.boot_id,
             ],
         )?;
         Ok(())
@@ -179,6 +183,7 @@ impl Store {
                 swap_budget_bytes: row.get(5)?,
                 kill_free_percent: row.get(6)?,
                 swap_start_bytes: row.get(7)?,
+                boot_id: row.get(8)?,
             }))
         })?;
         let mut out = Vec::new();
@@ -188,16 +193,18 @@ impl Store {
         Ok(out)
     }
 
-    /// The saved watches and guards whose process is still the same one (pid and start time),
-    /// deleting the others. Taking them up again is the caller's job.
+    /// The saved watches and guards of this boot whose process is still the same one (pid and
+    /// start time), deleting the others (another boot's, gone, recycled). Taking them up again is the caller's job.
     pub fn restorable_guards(
         &mut self,
         counters: &Counters,
     ) -> Result<Vec<ActiveGuard>, StoreError> {
-        let (alive, gone): (Vec<_>, Vec<_>) = self
-            .active_guards()?
-            .into_iter()
-            .partition(|g| g.identity.is_alive(counters));
+        // Without a boot id to compare, nothing saved can be trusted to name the same process.
+        let boot_id = counters.boot_id().ok();
+        let (alive, gone): (Vec<_>, Vec<_>) = self.active_guards()?.into_iter().partition(|g| {
+            boot_id.as_deref() == Some(g.boot_id.as_str())
+                && g.identity.alive(counters).unwrap_or(false)
+        });
         for guard in &gone {
             self.remove_guard(guard.identity)?;
         }

@@ -260,6 +260,7 @@ fn unopenable_path_is_an_error_and_left_alone() {
 
 fn verdict(fits: bool, growth_bytes: u64) -> Verdict {
     Verdict {
+        processes: 1,
         fits,
         swap_growth_bytes: growth_bytes,
         swap_start_bytes: 1 << 30,
@@ -337,6 +338,7 @@ fn guard(identity: ProcessIdentity, budget_bytes: u64) -> ActiveGuard {
         swap_budget_bytes: budget_bytes,
         kill_free_percent: 10.0,
         swap_start_bytes: 2 << 30,
+        boot_id: Counters::new().boot_id().unwrap_or_default(),
     }
 }
 

@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use headroom_core::engine::{JobMode, JobSpec, JobStatus, JobView};
 use headroom_core::jobfile::{JobFile, JobFileState};
-use headroom_core::jobs::{JobMode, JobStatus, JobView};
+use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::StatusView;
 use headroom_core::policy::{EndReason, GuardConfig};
 use headroom_core::process::ProcessIdentity;
@@ -133,7 +134,7 @@ impl UiJob {
             command: f.command,
             mode: "external",
             state: match f.state {
-                JobFileState::Waiting | JobFileState::Running => "running",
+                JobFileState::Running => "running",
                 JobFileState::Stopping => "stopping",
                 JobFileState::Finished => match &f.verdict {
                     Some(v) if matches!(v.ended, EndReason::Stopped { .. }) => "stopped",
@@ -200,9 +201,16 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> Resul
         .read_system()
         .map(|s| s.swap_used_bytes)
         .map_err(|e| e.to_string())?;
+    let spec = JobSpec {
+        command,
+        mode,
+        cfg,
+        poll: lock(&state.settings).sample_interval,
+    };
+    let members = MemberSet::new(Members::of_process(id));
     let mut monitor = lock(&state.monitor);
-    let job_id = monitor.jobs.add(id, command, mode, cfg, swap_now);
-    state.sampler.track(id);
+    let job_id = monitor.jobs.add(members.clone(), spec, swap_now);
+    state.sampler.track(&members);
     let view = monitor
         .jobs
         .views()
@@ -290,7 +298,9 @@ pub fn set_settings(
     let new: Settings = settings.validate().map_err(|e| e.to_string())?;
     new.save(&state.dirs.settings_path())
         .map_err(|e| format!("saving settings: {e}"))?;
-    state.sampler.set_interval(new.sample_interval);
+    // Only the spacing of the checks changes: the sampler's clock and the jobs go on.
+    lock(&state.monitor).jobs.set_poll(new.sample_interval);
+    crate::ticker::retune(&state);
     crate::notify::apply_launch_at_login(&app, new.launch_at_login);
     let out = SettingsUpdate::from(&new);
     *lock(&state.settings) = new;

@@ -2,44 +2,13 @@
 //! and the words of each job event, shared with the CLI's lines.
 
 use headroom_core::policy::JobEvent;
-use headroom_core::units::format_bytes;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{lock, AppState};
 
-/// Title and body of a notification for a job event.
+/// Title and body of a notification for a job event (the engine's words).
 pub fn texts(command: &str, event: &JobEvent) -> (String, String) {
-    let short: String = command.chars().take(60).collect();
-    match event {
-        JobEvent::SwapGrew { growth_bytes, .. } => (
-            "Swap is growing".into(),
-            format!(
-                "Swap grew {} while {short} runs: it doesn't fit",
-                format_bytes(*growth_bytes)
-            ),
-        ),
-        JobEvent::Warning {
-            growth_bytes,
-            budget_bytes,
-        } => (
-            "Guard about to stop a job".into(),
-            format!(
-                "{short}: swap grew {} of its {} budget. Unguard it in Headroom to spare it.",
-                format_bytes(*growth_bytes),
-                format_bytes(*budget_bytes)
-            ),
-        ),
-        JobEvent::Stopped { reason } => ("Stopped a job".into(), format!("{short}: {reason}")),
-        JobEvent::Finished { verdict } => (
-            if verdict.fits {
-                "It fits"
-            } else {
-                "It doesn't fit"
-            }
-            .into(),
-            format!("{short}: {verdict}"),
-        ),
-    }
+    headroom_core::engine::words::notification(event, command)
 }
 
 /// Shows a notification for a job event, unless notifications are paused.

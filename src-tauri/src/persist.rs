@@ -4,7 +4,9 @@
 
 use std::time::{Duration, SystemTime};
 
+use headroom_core::engine::JobSpec;
 use headroom_core::history::unix_ms;
+use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::settings::Settings;
@@ -53,7 +55,14 @@ pub fn restore(
     match store.restorable_guards(counters) {
         Ok(guards) => {
             for g in guards {
-                monitor.jobs.restore(&g, settings.guard_config());
+                let members = MemberSet::new(Members::of_process(g.identity));
+                let base = JobSpec {
+                    command: g.command.clone(),
+                    mode: g.mode,
+                    cfg: settings.guard_config(),
+                    poll: settings.sample_interval,
+                };
+                monitor.jobs.restore(&g, members, base);
                 tracing::info!(pid = g.identity.pid, "job taken up again");
             }
         }
@@ -90,7 +99,9 @@ pub fn save_history(state: &AppState, last_saved_ms: &mut i64) {
 
 /// Saves a running job so it is taken up again after a restart.
 pub fn job_started(state: &AppState, job_id: u64) {
-    let record = lock(&state.monitor).jobs.active_record(job_id);
+    let record = lock(&state.monitor)
+        .jobs
+        .active_record(job_id, &state.boot_id);
     if let (Some(record), Some(store)) = (record, lock(&state.store).as_mut()) {
         if let Err(e) = store.save_guard(&record) {
             tracing::warn!(error = %e, "cannot save the job");

@@ -2,7 +2,7 @@
 //! settings, and what the tray and page need to know.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,13 @@ pub struct AppState {
     pub startup_problems: Mutex<Vec<String>>,
     /// The SQLite store, if it could be opened.
     pub store: Mutex<Option<headroom_core::store::Store>>,
+    /// This boot's id, saved with each guard so none outlives a reboot.
+    pub boot_id: String,
+    /// Panics caught in the job loop (logged; the loop goes on).
+    pub panics: AtomicU64,
+    /// Tests: the job loop panics on its next sample.
+    #[cfg(test)]
+    pub inject_panic: AtomicBool,
 }
 
 impl std::fmt::Debug for AppState {
@@ -71,9 +78,13 @@ impl AppState {
         monitor.on_sample(&first);
         let sampler = Sampler::start(counters.clone(), settings.sample_interval)
             .context("starting the sampler")?;
-        for id in monitor.jobs.tracked() {
-            sampler.track(id);
+        for set in monitor.jobs.tracked() {
+            sampler.track(&set);
         }
+        let boot_id = counters.boot_id().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "no boot id: guards will not be taken up after a restart");
+            String::new()
+        });
         Ok(AppState {
             safety: Safety::new(&counters),
             counters,
@@ -85,6 +96,10 @@ impl AppState {
             paused_until: Mutex::new(None),
             startup_problems: Mutex::new(problems),
             store: Mutex::new(store),
+            boot_id,
+            panics: AtomicU64::new(0),
+            #[cfg(test)]
+            inject_panic: AtomicBool::new(false),
         })
     }
 

@@ -1,12 +1,17 @@
-//! The app's loop over samples: feeds the monitor, carries out the jobs' actions (notify,
-//! stop), keeps the tray title current and, only while the popover is shown, sends the page
-//! a `tick` event.
+//! The app's loop over samples: feeds the monitor (history and the job engine), carries out
+//! the engine's actions (notify, stop), keeps the tray title current and, only while the
+//! popover is shown, sends the page a `tick` event.
+//!
+//! A panic while handling a sample is caught and logged, and the loop goes on with the next
+//! sample: the jobs live in the shared state, so every guard stays enforced.
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
 
-use headroom_core::guard::{stop_tree, DEFAULT_GRACE};
-use headroom_core::jobs::Action;
+use headroom_core::engine::Action;
+use headroom_core::guard::{stop_members, DEFAULT_GRACE};
+use headroom_core::sampler::Sample;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::commands::UiJob;
@@ -22,61 +27,104 @@ pub fn start<R: Runtime>(app: AppHandle<R>) {
     }
 }
 
+/// What the loop remembers between samples.
+struct Tick {
+    title: String,
+    growing: bool,
+    saved_ms: i64,
+    last_save: Instant,
+}
+
 fn run<R: Runtime>(app: &AppHandle<R>) {
     let Some(state) = app.try_state::<AppState>() else {
         return;
     };
     let samples = state.sampler.subscribe();
-    let mut last_title = String::new();
-    let mut last_growing = false;
-    let mut last_saved_ms = i64::MIN;
-    let mut last_save = std::time::Instant::now();
+    let mut tick = Tick {
+        title: String::new(),
+        growing: false,
+        saved_ms: i64::MIN,
+        last_save: Instant::now(),
+    };
     while let Ok(sample) = samples.recv() {
-        let (actions, title, growing, status, tracked) = {
-            let mut monitor = lock(&state.monitor);
-            let actions = monitor.on_sample(&sample);
-            let status = monitor.status(Duration::from_secs(600));
-            (
-                actions,
-                monitor.tray_title(),
-                monitor.jobs.any_growing(),
-                status,
-                monitor.jobs.tracked(),
-            )
-        };
-        sync_tracking(&state, &sample, &tracked);
-        if title != last_title || growing != last_growing {
-            crate::notify::update_tray(app, &title, (growing != last_growing).then_some(growing));
-            last_title = title;
-            last_growing = growing;
-        }
-        if state.is_visible() {
-            if let Some(status) = status {
-                let _ = app.emit("tick", status);
-            }
-        }
-        for action in actions {
-            carry_out(app, action);
-        }
-        if last_save.elapsed() >= crate::persist::SAVE_EVERY {
-            last_save = std::time::Instant::now();
-            crate::persist::save_history(&state, &mut last_saved_ms);
+        let handled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            on_sample(app, &state, &sample, &mut tick);
+        }));
+        if handled.is_err() {
+            state
+                .panics
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tracing::error!(
+                seq = sample.seq,
+                "the job loop panicked; it goes on, jobs intact"
+            );
         }
     }
 }
 
-/// Keeps the sampler tracking exactly the running jobs.
-fn sync_tracking(
-    state: &AppState,
-    sample: &headroom_core::sampler::Sample,
-    wanted: &[headroom_core::process::ProcessIdentity],
-) {
-    let have: HashSet<_> = sample.tracked.iter().map(|t| t.identity).collect();
-    for id in have.iter().filter(|id| !wanted.contains(id)) {
-        state.sampler.untrack(*id);
+fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, tick: &mut Tick) {
+    #[cfg(test)]
+    if state
+        .inject_panic
+        .swap(false, std::sync::atomic::Ordering::SeqCst)
+    {
+        panic!("injected by a test");
     }
-    for id in wanted.iter().filter(|id| !have.contains(id)) {
-        state.sampler.track(*id);
+    let (actions, title, growing, status) = {
+        let mut monitor = lock(&state.monitor);
+        let actions = monitor.on_sample(sample);
+        let status = monitor.status(Duration::from_secs(600));
+        (
+            actions,
+            monitor.tray_title(),
+            monitor.jobs.any_growing(),
+            status,
+        )
+    };
+    sync_tracking(state, sample);
+    if title != tick.title || growing != tick.growing {
+        crate::notify::update_tray(app, &title, (growing != tick.growing).then_some(growing));
+        tick.title = title;
+        tick.growing = growing;
+    }
+    if state.is_visible() {
+        if let Some(status) = status {
+            let _ = app.emit("tick", status);
+        }
+    }
+    for action in actions {
+        carry_out(app, action);
+    }
+    retune(state);
+    if tick.last_save.elapsed() >= crate::persist::SAVE_EVERY {
+        tick.last_save = Instant::now();
+        crate::persist::save_history(state, &mut tick.saved_ms);
+    }
+}
+
+/// Sets the sampler's interval: the settings' interval, or faster while a guarded job nears
+/// its budget. The sampler ignores a value that did not change.
+pub fn retune(state: &AppState) {
+    let base = lock(&state.settings).sample_interval;
+    let wanted = lock(&state.monitor).jobs.check_interval();
+    state
+        .sampler
+        .set_interval(wanted.map_or(base, |w| w.min(base)));
+}
+
+/// Keeps the sampler tracking exactly the running jobs' members.
+fn sync_tracking(state: &AppState, sample: &Sample) {
+    let wanted = lock(&state.monitor).jobs.tracked();
+    let roots: HashSet<_> = wanted.iter().map(|set| set.root()).collect();
+    for t in sample
+        .tracked
+        .iter()
+        .filter(|t| !roots.contains(&t.identity))
+    {
+        state.sampler.untrack(t.identity);
+    }
+    for set in &wanted {
+        state.sampler.track(set);
     }
 }
 
@@ -95,7 +143,7 @@ fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
             crate::notify::job_event(app, &command, &event);
         }
         Action::Stop {
-            job_id, identity, ..
+            job_id, members, ..
         } => {
             let app = app.clone();
             let spawned = std::thread::Builder::new()
@@ -104,21 +152,15 @@ fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
                     let Some(state) = app.try_state::<AppState>() else {
                         return;
                     };
-                    match stop_tree(
+                    let report = stop_members(
                         &state.counters,
                         &state.safety,
-                        identity,
+                        &members,
                         DEFAULT_GRACE,
                         &|| false,
-                    ) {
-                        Ok(report) => {
-                            tracing::warn!(pid = identity.pid, ?report, "stopped a guarded job")
-                        }
-                        Err(refusal) => {
-                            tracing::warn!(pid = identity.pid, %refusal, "did not stop")
-                        }
-                    }
-                    let done = lock(&state.monitor).jobs.stop_done(job_id);
+                    );
+                    tracing::warn!(root = members.root().pid, ?report, "stopped a guarded job");
+                    let done = lock(&state.monitor).jobs.stop_done(job_id, &report);
                     for action in done {
                         carry_out(&app, action);
                     }

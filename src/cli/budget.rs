@@ -48,8 +48,8 @@ impl BudgetArgs {
 /// Flags of a running job: polling, grace, outputs.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Time between checks (and trace samples). Near the budget the guard checks every
-    /// 100 ms.
+    /// Time between checks and trace samples. A guard checks more often as swap nears the
+    /// budget or grows fast (down to every 100 ms); the trace keeps this interval.
     #[arg(long, default_value = "0.5s", allow_hyphen_values = true, value_parser = super::parse_interval, value_name = "DURATION")]
     pub poll: Duration,
     /// Time between SIGTERM and SIGKILL when stopping.

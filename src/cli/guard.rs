@@ -2,20 +2,25 @@
 //! group, stop it before swap runs away. Flags and exit codes follow `stageload guard`.
 
 use std::io::{IsTerminal, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use headroom_core::counters::jobctl::Terminal;
 use headroom_core::counters::Counters;
+use headroom_core::engine::drive::{self, DriveError, Interrupts, Launch, Outcome, Sink};
+use headroom_core::engine::{JobMode, JobSpec};
+use headroom_core::guard::Safety;
+use headroom_core::jobfile::Publisher;
+use headroom_core::paths::Dirs;
 use headroom_core::policy::{GuardConfig, Observation, StartDecision, StartGate, WaitReason};
-use headroom_core::process::{ancestors, ProcessIdentity};
+use headroom_core::process::ancestors;
 use regex::Regex;
 use serde::Serialize;
 
 use super::budget::{BudgetArgs, RunArgs};
-use super::job::{monitor, print_json, say, Interrupts, Outcome, Target};
+use super::job::{display_command, exit_code, print_json, say, Printer, Signals, TraceSink};
 
 /// Exit code: the guard stopped the command.
 pub const EXIT_STOPPED: u8 = 3;
@@ -80,6 +85,14 @@ struct NoRoom<'a> {
     exit_code: u8,
 }
 
+/// The `--json` summary of a finished job.
+#[derive(Debug, Serialize)]
+pub struct JsonOutcome<'a> {
+    #[serde(flatten)]
+    outcome: &'a Outcome,
+    exit_code: i32,
+}
+
 /// Runs `headroom guard`.
 pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
@@ -90,7 +103,14 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         ..args.budget.config(args.run.poll)
     };
     let command_line = args.command.join(" ");
-    let interrupts = Interrupts::install()?;
+    let interrupts = Signals::install()?;
+    // What can fail is done before the command starts: the trace file first.
+    let trace = args
+        .run
+        .trace
+        .as_deref()
+        .map(|path| TraceSink::create(path, &command_line, args.run.poll))
+        .transpose()?;
 
     if let Err(reason) = wait_for_room(&counters, &cfg, &args.busy, args.run.poll, &interrupts)? {
         let waited = cfg.start_timeout.as_secs_f64();
@@ -111,33 +131,54 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         };
     }
 
-    let mut cmd = Command::new(&args.command[0]);
-    cmd.args(&args.command[1..]).process_group(0);
-    let child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(e) => {
+    let mut command = Command::new(&args.command[0]);
+    command.args(&args.command[1..]);
+    let mut sinks: Vec<Box<dyn Sink>> = vec![
+        Box::new(Printer::new(&command_line)),
+        Box::new(Publisher::new(
+            Dirs::current().jobs_dir(),
+            &command_line,
+            cfg.swap_budget_bytes,
+        )),
+    ];
+    if let Some(trace) = trace {
+        sinks.push(Box::new(trace));
+    }
+    let spec = JobSpec {
+        command: command_line.clone(),
+        mode: JobMode::Guard,
+        cfg,
+        poll: args.run.poll,
+    };
+    let launch = Launch::Command {
+        command,
+        terminal: Terminal::foreground(),
+    };
+    let safety = Safety::new(&counters);
+    let outcome = match drive::run(
+        &counters,
+        &safety,
+        launch,
+        spec,
+        args.run.grace,
+        sinks,
+        &interrupts,
+    ) {
+        Ok(outcome) => outcome,
+        Err(DriveError::Spawn(e)) => {
             say(&format!("cannot start {}: {e}", args.command[0]));
             return Ok(ExitCode::from(EXIT_CANNOT_START));
         }
+        Err(e) => return Err(e.into()),
     };
-    let id = ProcessIdentity::of(&counters, child.id()).unwrap_or(ProcessIdentity {
-        pid: child.id(),
-        start_time: 0,
-    });
-    let outcome: Outcome = monitor(
-        &counters,
-        Target::Child(child),
-        id,
-        &command_line,
-        &cfg,
-        true,
-        &args.run,
-        &interrupts,
-    )?;
+    let exit_code = exit_code(&outcome.verdict.ended);
     if args.run.json {
-        print_json(&outcome)?;
+        print_json(&JsonOutcome {
+            outcome: &outcome,
+            exit_code,
+        })?;
     }
-    Ok(ExitCode::from(exit_u8(outcome.exit_code)))
+    Ok(ExitCode::from(exit_u8(exit_code)))
 }
 
 fn exit_u8(code: i32) -> u8 {
@@ -156,7 +197,7 @@ fn wait_for_room(
     cfg: &GuardConfig,
     busy: &[Regex],
     poll: Duration,
-    interrupts: &Interrupts,
+    interrupts: &Signals,
 ) -> anyhow::Result<Result<(), Waited>> {
     let started = Instant::now();
     let mut gate = StartGate::default();
@@ -165,6 +206,9 @@ fn wait_for_room(
     let me = std::process::id();
     let mut excluded = ancestors(counters, me);
     excluded.push(me);
+    // Headroom's own processes (other guards waiting in the queue) are never "busy": their
+    // command lines hold the very patterns they wait on. The jobs they run are.
+    let own_name = counters.identity(me).map(|info| info.name).ok();
     loop {
         if let Some(signal) = interrupts.received() {
             return Ok(Err(Waited::Interrupted(signal)));
@@ -178,13 +222,8 @@ fn wait_for_room(
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|p| !excluded.contains(&p.pid))
-                .map(|p| {
-                    if p.command.is_empty() {
-                        p.name
-                    } else {
-                        p.command
-                    }
-                })
+                .filter(|p| own_name.as_deref() != Some(p.name.as_str()))
+                .map(|p| display_command(&p))
                 .find(|c| busy.iter().any(|re| re.is_match(c)))
         };
         let obs = Observation {

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use clap::Args;
 use headroom_core::counters::Counters;
+use headroom_core::members::{MemberSet, Members};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sampler;
 use headroom_core::trace::{round_t, Record, TraceWriter};
@@ -65,7 +66,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let sampler = Sampler::start(counters, args.interval).context("starting the sampler")?;
     let samples = sampler.subscribe();
     for id in &tracked {
-        sampler.track(*id);
+        sampler.track(&MemberSet::new(Members::of_process(*id)));
     }
     writer
         .start(SystemTime::now(), args.interval, start_meta(args))

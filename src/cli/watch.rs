@@ -6,11 +6,14 @@ use std::process::ExitCode;
 
 use clap::Args;
 use headroom_core::counters::Counters;
+use headroom_core::engine::drive::{self, Launch, Sink};
+use headroom_core::engine::{JobMode, JobSpec};
 use headroom_core::guard::Safety;
-use headroom_core::process::ProcessIdentity;
 
 use super::budget::{BudgetArgs, RunArgs};
-use super::job::{monitor, print_json, Interrupts, Target};
+use super::job::{
+    display_command, exit_code, identity_of, print_json, Printer, Signals, TraceSink,
+};
 
 /// Flags of `headroom watch`.
 #[derive(Debug, Args)]
@@ -36,13 +39,11 @@ pub struct WatchArgs {
 /// Runs `headroom watch`.
 pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
-    let (id, info) = match ProcessIdentity::of(&counters, args.pid)
-        .and_then(|id| Ok((id, counters.process_info(args.pid)?)))
-    {
+    let (id, info) = match identity_of(&counters, args.pid) {
         Ok(found) => found,
         Err(e) => {
             eprintln!(
-                "headroom: error: invalid value '{}' for '<PID>': {e}",
+                "headroom: error: invalid value '{}' for '<PID>': {e:#}",
                 args.pid
             );
             return Ok(ExitCode::from(2));
@@ -55,28 +56,48 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
-    let command = if info.command.is_empty() {
-        info.name
-    } else {
-        info.command
+    let command = display_command(&info);
+    let trace = args
+        .run
+        .trace
+        .as_deref()
+        .map(|path| TraceSink::create(path, &command, args.run.poll))
+        .transpose()?;
+    let interrupts = Signals::install()?;
+    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(Printer::new(&command))];
+    if let Some(trace) = trace {
+        sinks.push(Box::new(trace));
+    }
+    let spec = JobSpec {
+        command,
+        mode: if args.guard {
+            JobMode::Guard
+        } else {
+            JobMode::Watch
+        },
+        cfg: args.budget.config(args.run.poll),
+        poll: args.run.poll,
     };
-    let interrupts = Interrupts::install()?;
-    let target = Target::Process { id, safety };
-    let cfg = args.budget.config(args.run.poll);
-    let outcome = monitor(
+    let outcome = drive::run(
         &counters,
-        target,
-        id,
-        &command,
-        &cfg,
-        args.guard,
-        &args.run,
+        &safety,
+        Launch::Process(id),
+        spec,
+        args.run.grace,
+        sinks,
         &interrupts,
     )?;
+    let code = exit_code(&outcome.verdict.ended);
     if args.run.json {
-        print_json(&outcome)?;
+        print_json(&serde_json::json!({
+            "command": outcome.command,
+            "pid": outcome.pid,
+            "verdict": outcome.verdict,
+            "stop": outcome.stop,
+            "exit_code": code,
+        }))?;
     }
-    let code = match outcome.exit_code {
+    let code = match code {
         0 if outcome.verdict.fits => 0,
         0 => 1,
         other => u8::try_from(other).unwrap_or(1),

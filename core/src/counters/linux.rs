@@ -170,6 +170,17 @@ impl Counters {
 
     /// One process's identity (`stat`, `status`) and command line (`cmdline`).
     pub fn process_info(&self, pid: u32) -> Result<ProcessInfo> {
+        let mut info = self.identity(pid)?;
+        info.command = with_file(&self.pid_path(pid, "cmdline"), Some(pid), |b| {
+            Ok(parse_cmdline(b))
+        })
+        .unwrap_or_default();
+        Ok(info)
+    }
+
+    /// One process's identity and owner (`stat`, `status`), without the command line: what
+    /// the safety check before a signal reads. A thread id is refused (`NotAProcess`).
+    pub fn identity(&self, pid: u32) -> Result<ProcessInfo> {
         let stat_path = self.pid_path(pid, "stat");
         let stat = with_file(&stat_path, Some(pid), |b| {
             parse_stat(b).ok_or_else(|| CounterError::Parse {
@@ -183,10 +194,10 @@ impl Counters {
         let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
             Ok(parse_status(b))
         })?;
-        let command = with_file(&self.pid_path(pid, "cmdline"), Some(pid), |b| {
-            Ok(parse_cmdline(b))
-        })
-        .unwrap_or_default();
+        // `/proc/TID` exists for every thread too, though `readdir` hides it.
+        if let Some(tgid) = status.tgid.filter(|&tgid| tgid != pid) {
+            return Err(CounterError::NotAProcess { pid, tgid });
+        }
         Ok(ProcessInfo {
             pid,
             ppid: stat.ppid,
@@ -194,7 +205,32 @@ impl Counters {
             uid: status.uid.unwrap_or(u32::MAX),
             start_time: stat.start_ticks,
             name: stat.comm,
-            command,
+            command: String::new(),
+        })
+    }
+
+    /// A live process's start-time token, from `/proc/PID/stat` alone: the cheap identity
+    /// check run before every signal and on every tick. A zombie is `Gone`.
+    pub fn start_time(&self, pid: u32) -> Result<u64> {
+        let stat_path = self.pid_path(pid, "stat");
+        let stat = with_file(&stat_path, Some(pid), |b| {
+            parse_stat(b).ok_or_else(|| CounterError::Parse {
+                what: stat_path.display().to_string(),
+                detail: "unexpected format".into(),
+            })
+        })?;
+        if is_dead(stat.state) {
+            return Err(CounterError::Gone { pid });
+        }
+        Ok(stat.start_ticks)
+    }
+
+    /// This boot's id (`sys/kernel/random/boot_id`): start times count from boot, so an
+    /// identity saved under another boot id names nothing.
+    pub fn boot_id(&self) -> Result<String> {
+        let path = self.path("sys/kernel/random/boot_id");
+        with_file(&path, None, |b| {
+            Ok(String::from_utf8_lossy(b.trim_ascii()).into_owned())
         })
     }
 
@@ -354,6 +390,7 @@ struct Status {
     name: String,
     state: u8,
     ppid: u32,
+    tgid: Option<u32>,
     uid: Option<u32>,
     rss_kib: u64,
     anon_kib: u64,
@@ -388,6 +425,7 @@ fn parse_status(bytes: &[u8]) -> Status {
                     .and_then(|v| u32::try_from(v).ok())
                     .unwrap_or(0)
             }
+            b"Tgid" => s.tgid = parse_kv_u64(rest).and_then(|v| u32::try_from(v).ok()),
             b"Uid" => s.uid = parse_kv_u64(rest).and_then(|v| u32::try_from(v).ok()),
             b"VmRSS" => s.rss_kib = parse_kv_u64(rest).unwrap_or(0),
             b"RssAnon" => s.anon_kib = parse_kv_u64(rest).unwrap_or(0),

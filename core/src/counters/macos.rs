@@ -51,6 +51,8 @@ const _: () = {
     assert!(size_of::<Bsd>() == 136 && offset_of!(Bsd, pbi_ppid) == 16);
     assert!(offset_of!(Bsd, pbi_ruid) == 28 && offset_of!(Bsd, pbi_comm) == 48);
     assert!(offset_of!(Bsd, pbi_name) == 64 && offset_of!(Bsd, pbi_pgid) == 100);
+    assert!(offset_of!(Bsd, pbi_status) == 4);
+    assert!(size_of::<libc::timeval>() == 16 && offset_of!(libc::timeval, tv_usec) == 8);
     assert!(offset_of!(Bsd, pbi_start_tvsec) == 120 && offset_of!(Bsd, pbi_start_tvusec) == 128);
     assert!(size_of::<Short>() == 64 && offset_of!(Short, pbsi_ppid) == 4);
     assert!(offset_of!(Short, pbsi_pgid) == 8 && offset_of!(Short, pbsi_comm) == 16);
@@ -71,6 +73,8 @@ unsafe impl Pod for [u8; 8] {}
 unsafe impl Pod for libc::xsw_usage {}
 // SAFETY: repr(C), integer and `c_char` array fields only (layout asserted above).
 unsafe impl Pod for libc::proc_bsdinfo {}
+// SAFETY: repr(C), an `i64` and an `i32` (plus tail padding; layout asserted above).
+unsafe impl Pod for libc::timeval {}
 // SAFETY: repr(C), integer fields, `c_char` array and a `MaybeUninit<u32>` pad (asserted above).
 unsafe impl Pod for libc::proc_bsdshortinfo {}
 // SAFETY: repr(C), `[u8; 16]` and `u64` fields only (layout asserted above).
@@ -80,6 +84,9 @@ fn zeroed<T: Pod>() -> T {
     // SAFETY: `T: Pod`, so all-zero bytes are a valid `T`.
     unsafe { std::mem::zeroed() }
 }
+
+/// `SZOMB` (`sys/proc.h`): `pbi_status` of a process that exited and was not reaped yet.
+const SZOMB: u32 = 5;
 
 /// The memory counter reader for macOS. Stateless: cached values live in process statics.
 #[derive(Debug, Default, Clone)]
@@ -130,9 +137,32 @@ impl Counters {
         for_each_pid(|pid| process_info_with(pid, &mut args_buf))
     }
 
+    /// A live process's start-time token from `PROC_PIDTBSDINFO` alone (no command line): the
+    /// identity check before every signal and on every tick. A zombie is `Gone`; any other
+    /// failure (denied, unexpected) is an error, never taken for "gone".
+    pub fn start_time(&self, pid: u32) -> Result<u64> {
+        let bsd: libc::proc_bsdinfo = pid_info(pid, libc::PROC_PIDTBSDINFO, "PROC_PIDTBSDINFO")?;
+        if bsd.pbi_status == SZOMB {
+            return Err(CounterError::Gone { pid });
+        }
+        Ok(micros(bsd.pbi_start_tvsec, bsd.pbi_start_tvusec))
+    }
+
+    /// This boot's id: `kern.boottime` (seconds and microseconds of the boot), as text.
+    pub fn boot_id(&self) -> Result<String> {
+        let boot: libc::timeval = sysctl_by_name(c"kern.boottime")?;
+        Ok(format!("{}.{:06}", boot.tv_sec, boot.tv_usec))
+    }
+
     /// One process's identity and command line (empty when the kernel hides it).
     pub fn process_info(&self, pid: u32) -> Result<ProcessInfo> {
         process_info_with(pid, &mut Vec::new())
+    }
+
+    /// One process's identity and owner from `PROC_PIDTBSDINFO` alone, without the command
+    /// line: what the safety check before a signal reads. A zombie is `Gone`.
+    pub fn identity(&self, pid: u32) -> Result<ProcessInfo> {
+        identity(pid)
     }
 
     /// One process's memory (`proc_pid_rusage`, `RUSAGE_INFO_V4`).
@@ -365,6 +395,7 @@ fn pid_info<T: Pod>(pid: u32, flavor: c_int, flavor_name: &str) -> Result<T> {
 /// since the epoch), or from `PROC_PIDT_SHORTBSDINFO` when that is denied (start time 0).
 fn identity(pid: u32) -> Result<ProcessInfo> {
     match pid_info::<libc::proc_bsdinfo>(pid, libc::PROC_PIDTBSDINFO, "PROC_PIDTBSDINFO") {
+        Ok(bsd) if bsd.pbi_status == SZOMB => Err(CounterError::Gone { pid }),
         Ok(bsd) => Ok(ProcessInfo {
             pid,
             ppid: bsd.pbi_ppid,

@@ -24,6 +24,8 @@ mod macos;
 pub use macos::Counters;
 
 #[cfg(unix)]
+pub mod jobctl;
+#[cfg(unix)]
 pub mod signals;
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]

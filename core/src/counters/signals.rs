@@ -1,7 +1,8 @@
 //! Signals and user ids: the only process-control calls into the OS (Unix).
 //!
-//! Thin, checked wrappers around `kill(2)`, `killpg(2)`, `sigaction(2)` (query only) and
-//! `getuid(2)`. Every safety rule lives in [`crate::guard`]; these only report errors.
+//! Thin, checked wrappers around `kill(2)`, `killpg(2)`, Linux pidfds, `sigaction(2)` (query
+//! only) and `getuid(2)`. Every safety rule lives in [`crate::guard`]; these only report
+//! errors.
 
 use std::io;
 
@@ -13,6 +14,14 @@ pub const SIGKILL: i32 = libc::SIGKILL;
 pub const SIGINT: i32 = libc::SIGINT;
 /// SIGHUP.
 pub const SIGHUP: i32 = libc::SIGHUP;
+/// SIGQUIT.
+pub const SIGQUIT: i32 = libc::SIGQUIT;
+/// SIGSTOP.
+pub const SIGSTOP: i32 = libc::SIGSTOP;
+/// SIGCONT.
+pub const SIGCONT: i32 = libc::SIGCONT;
+/// SIGTSTP.
+pub const SIGTSTP: i32 = libc::SIGTSTP;
 
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret == 0 {
@@ -34,6 +43,83 @@ pub fn send(pid: u32, signal: i32) -> io::Result<()> {
     let pid = to_pid(pid)?;
     // SAFETY: kill has no memory-safety preconditions; pid > 0 targets exactly one process.
     check(unsafe { libc::kill(pid, signal) })
+}
+
+/// Sends `signal` to `pid` only if `same()`, asked after the process is pinned, says it is
+/// still the process meant. Returns `Ok(false)` when it is not (gone, or the pid recycled).
+///
+/// Linux: a pidfd is opened first, so the check and the signal name one process even if the
+/// pid is recycled in between; elsewhere (or on kernels without pidfds) check, then `kill`.
+pub fn send_if(pid: u32, signal: i32, same: impl FnOnce() -> bool) -> io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    if let Some(pinned) = pidfd::open(pid)? {
+        if !same() {
+            return Ok(false);
+        }
+        return pinned.send(signal);
+    }
+    if !same() {
+        return Ok(false);
+    }
+    match send(pid, signal) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod pidfd {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    /// A pidfd: names one process for as long as it is open, even after the pid is reused.
+    pub struct Pinned(OwnedFd);
+
+    /// `pidfd_open(pid)`: `Ok(None)` when the kernel has no pidfds (before 5.3) or the process
+    /// is already gone (then the caller's identity check fails too).
+    pub fn open(pid: u32) -> io::Result<Option<Pinned>> {
+        let pid = super::to_pid(pid)?;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new file descriptor or -1; no
+        // memory is passed.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOSYS | libc::ESRCH | libc::EINVAL) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let fd = i32::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+        // SAFETY: `fd` was just returned by pidfd_open and is owned by nobody else.
+        Ok(Some(Pinned(unsafe { OwnedFd::from_raw_fd(fd) })))
+    }
+
+    impl Pinned {
+        /// `pidfd_send_signal`; `Ok(false)` when the process has exited meanwhile.
+        pub fn send(&self, signal: i32) -> io::Result<bool> {
+            // SAFETY: a valid pidfd, a signal number, a null siginfo (the kernel fills it in
+            // as for kill) and no flags.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    self.0.as_raw_fd(),
+                    signal,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
+            if rc == 0 {
+                return Ok(true);
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ESRCH) {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+    }
 }
 
 /// Sends `signal` to every process of group `pgid`. Group 0 (our own) is refused here.
@@ -75,6 +161,11 @@ pub fn current_pgid() -> u32 {
     u32::try_from(pgid).unwrap_or(0)
 }
 
+/// Our pid.
+pub fn current_pid() -> u32 {
+    std::process::id()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +175,25 @@ mod tests {
         assert!(send(0, 0).is_err());
         assert!(send_group(0, 0).is_err());
         assert!(send(u32::MAX, 0).is_err());
+    }
+
+    #[test]
+    fn send_if_asks_before_signalling() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(
+            !send_if(pid, SIGTERM, || false).unwrap(),
+            "refused by the check"
+        );
+        assert!(child.try_wait().unwrap().is_none());
+        assert!(send_if(pid, SIGTERM, || true).unwrap());
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(SIGTERM));
+        assert!(!send_if(pid, SIGTERM, || true).unwrap_or(false));
     }
 
     #[test]

@@ -35,6 +35,21 @@ impl Counters {
         unsupported("process information")
     }
 
+    /// A live process's start-time token.
+    pub fn start_time(&self, _pid: u32) -> Result<u64> {
+        unsupported("process start times")
+    }
+
+    /// This boot's id.
+    pub fn boot_id(&self) -> Result<String> {
+        unsupported("the boot id")
+    }
+
+    /// One process's identity and owner, without the command line.
+    pub fn identity(&self, _pid: u32) -> Result<ProcessInfo> {
+        unsupported("process information")
+    }
+
     /// One process's memory.
     pub fn process_memory(&self, _pid: u32) -> Result<ProcessMemory> {
         unsupported("process memory")

@@ -1,4 +1,4 @@
-//! Tests of the app's job bookkeeping with synthetic samples.
+//! Tests of the job engine with synthetic samples.
 
 use super::*;
 use crate::counters::SystemCounters;
@@ -31,6 +31,26 @@ fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {
     }
 }
 
+fn set(id: ProcessIdentity) -> MemberSet {
+    MemberSet::new(crate::members::Members::of_process(id))
+}
+
+fn spec(command: &str, mode: JobMode, cfg: GuardConfig) -> JobSpec {
+    JobSpec {
+        command: command.into(),
+        mode,
+        cfg,
+        poll: Duration::from_millis(500),
+    }
+}
+
+fn signalled() -> StopReport {
+    StopReport {
+        terminated: vec![42],
+        ..StopReport::default()
+    }
+}
+
 fn cfg(budget: u64) -> GuardConfig {
     GuardConfig {
         swap_budget_bytes: budget,
@@ -46,12 +66,10 @@ fn guard_stops_past_budget_then_reports_stopped() {
         pid: 42,
         start_time: 7,
     };
-    let mut jobs = Jobs::default();
+    let mut jobs = Engine::default();
     let job = jobs.add(
-        id,
-        "python gen.py".into(),
-        JobMode::Guard,
-        cfg(300 * MIB),
+        set(id),
+        spec("python gen.py", JobMode::Guard, cfg(300 * MIB)),
         1000 * MIB,
     );
     assert!(jobs.on_sample(&sample(0, 1000 * MIB, id, true)).is_empty());
@@ -82,7 +100,7 @@ fn guard_stops_past_budget_then_reports_stopped() {
     assert_eq!(jobs.views()[0].state, JobStatus::Stopping);
     // While stopping, samples produce nothing more.
     assert!(jobs.on_sample(&sample(3, 1500 * MIB, id, true)).is_empty());
-    let done = jobs.stop_done(job);
+    let done = jobs.stop_done(job, &signalled());
     assert!(matches!(
         done.as_slice(),
         [Action::Notify {
@@ -104,8 +122,8 @@ fn watch_never_stops_and_judges_at_exit() {
         pid: 43,
         start_time: 1,
     };
-    let mut jobs = Jobs::default();
-    jobs.add(id, "sleep".into(), JobMode::Watch, cfg(MIB), 0);
+    let mut jobs = Engine::default();
+    jobs.add(set(id), spec("sleep", JobMode::Watch, cfg(MIB)), 0);
     for seq in 0..5 {
         let a = jobs.on_sample(&sample(seq, seq * 200 * MIB, id, true));
         assert!(!a.iter().any(|x| matches!(x, Action::Stop { .. })));
@@ -130,9 +148,9 @@ fn adding_twice_upgrades_and_remove_forgets() {
         pid: 44,
         start_time: 1,
     };
-    let mut jobs = Jobs::default();
-    let a = jobs.add(id, "x".into(), JobMode::Watch, cfg(MIB), 0);
-    let b = jobs.add(id, "x".into(), JobMode::Guard, cfg(MIB), 0);
+    let mut jobs = Engine::default();
+    let a = jobs.add(set(id), spec("x", JobMode::Watch, cfg(MIB)), 0);
+    let b = jobs.add(set(id), spec("x", JobMode::Guard, cfg(MIB)), 0);
     assert_eq!(a, b);
     assert_eq!(jobs.views()[0].mode, JobMode::Guard);
     assert_eq!(jobs.remove(a), Some(id));
@@ -146,8 +164,8 @@ fn prune_drops_old_finished_jobs() {
         pid: 45,
         start_time: 1,
     };
-    let mut jobs = Jobs::default();
-    jobs.add(id, "x".into(), JobMode::Watch, cfg(MIB), 0);
+    let mut jobs = Engine::default();
+    jobs.add(set(id), spec("x", JobMode::Watch, cfg(MIB)), 0);
     jobs.on_sample(&sample(0, 0, id, false));
     jobs.prune(SystemTime::now(), Duration::from_secs(3600));
     assert_eq!(jobs.views().len(), 1);

@@ -1,0 +1,311 @@
+//! Runs one job to its end: the driver behind `headroom guard` and `headroom watch`.
+//!
+//! Everything that can fail before the job is under guard (the sampler, the first reading,
+//! the caller's trace file) is done before the command is spawned. After the spawn nothing
+//! leaves the job unwatched: a failing [`Sink`] is dropped (and the others are told, loudly)
+//! while guarding goes on, and the only ways out of the loop are the job's end, its stop, or
+//! the guard's own interruption, which stops a command it started first.
+//!
+//! A command started here is the leader of its own process group; where the OS allows it
+//! the guard is a subreaper, so every descendant, even one that calls `setsid()` or
+//! double-forks, stays findable. In a terminal's foreground the job's group gets the
+//! terminal: Ctrl-C, Ctrl-\ and Ctrl-Z reach the job, and Ctrl-Z suspends the guard with it
+//! until `fg` (or `bg`) continues both.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::counters::jobctl::{self, ChildStatus, Terminal};
+use crate::counters::signals::{self, SIGCONT};
+use crate::counters::{CounterError, Counters};
+use crate::guard::{stop_members, Safety, StopReport};
+use crate::members::{MemberSet, Members};
+use crate::policy::{EndReason, JobEvent, Verdict};
+use crate::process::ProcessIdentity;
+use crate::sampler::{Sample, Sampler};
+
+use super::{Action, Engine, JobSpec};
+
+/// How often the driver wakes between samples: to reap, to notice the job's end, to react to
+/// a signal.
+const WAKE: Duration = Duration::from_millis(50);
+/// How long to wait for a stopped leader's exit status.
+const REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// A consumer of a job's progress: the terminal's lines, a trace, the app's job file.
+pub trait Sink {
+    /// What it is, for the message when it fails (`the trace t.jsonl`).
+    fn name(&self) -> String;
+    /// The job is under guard; `root` is its leader (or the watched process).
+    fn started(&mut self, _root: ProcessIdentity, _swap_start_bytes: u64) -> io::Result<()> {
+        Ok(())
+    }
+    /// One sample of the sampler (at the check interval, which may be shorter than the poll).
+    fn sample(&mut self, _sample: &Sample) -> io::Result<()> {
+        Ok(())
+    }
+    /// An event of the job at `t` on the sampler's clock; the last is always `Finished`.
+    fn event(&mut self, _t: Duration, _event: &JobEvent) -> io::Result<()> {
+        Ok(())
+    }
+    /// Something the user must hear about (another sink failed and was dropped).
+    fn problem(&mut self, _text: &str) {}
+}
+
+/// Signals the guard itself received.
+pub trait Interrupts {
+    /// The first signal received, if any.
+    fn received(&self) -> Option<i32>;
+    /// True once a second one arrived (SIGKILL at once).
+    fn second(&self) -> bool;
+}
+
+/// What to run the job on.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // made once per run
+pub enum Launch {
+    /// Start this command (in its own process group), with the terminal whose foreground it
+    /// gets, if the guard has one.
+    Command {
+        /// The command.
+        command: Command,
+        /// The terminal, when the guard runs in its foreground.
+        terminal: Option<Terminal>,
+    },
+    /// Attach to a running process (watch): it and its descendants.
+    Process(ProcessIdentity),
+}
+
+/// Why a job could not be put under guard (nothing was started).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriveError {
+    /// The sampler thread could not start.
+    #[error("starting the sampler: {0}")]
+    Sampler(#[source] io::Error),
+    /// The first reading of the memory counters failed.
+    #[error("reading memory counters: {0}")]
+    FirstRead(#[source] CounterError),
+    /// The command could not be started.
+    #[error("{0}")]
+    Spawn(#[source] io::Error),
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    /// The job's command line.
+    pub command: String,
+    /// The pid of its leader (or of the watched process).
+    pub pid: u32,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What stopping it did, if it was stopped.
+    pub stop: Option<StopReport>,
+}
+
+/// A command this driver started.
+struct Spawned {
+    leader: u32,
+    terminal: Option<Terminal>,
+    exit: Option<EndReason>,
+}
+
+impl Spawned {
+    /// Reaps what changed state; returns the leader's end once it exited. A leader stopped
+    /// by Ctrl-Z suspends the guard too; once continued, the job is continued.
+    fn reap(&mut self) -> Option<EndReason> {
+        while let Ok(Some((pid, status))) = jobctl::reap_any() {
+            if pid != self.leader {
+                continue; // an adopted orphan of the job, or a stopped member
+            }
+            match status {
+                ChildStatus::Exited(code) => self.exit = Some(EndReason::Exited { code }),
+                ChildStatus::Signaled(signal) => self.exit = Some(EndReason::Signaled { signal }),
+                ChildStatus::Stopped(_) => self.suspended(),
+            }
+        }
+        self.exit.clone()
+    }
+
+    fn suspended(&self) {
+        let Some(terminal) = &self.terminal else {
+            return; // stopped by someone else, outside a terminal: not ours to continue
+        };
+        let _ = terminal.take_back();
+        jobctl::suspend_self();
+        // Continued: `fg` gave the terminal back to us (hand it to the job); `bg` did not.
+        if terminal.ours() {
+            let _ = terminal.give_to(self.leader);
+        }
+        let _ = signals::send_group(self.leader, SIGCONT);
+    }
+
+    /// Waits (bounded) for the leader's exit status after a stop.
+    fn reap_leader(&mut self) {
+        let started = std::time::Instant::now();
+        while self.reap().is_none() && started.elapsed() < REAP_WAIT {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(terminal) = &self.terminal {
+            let _ = terminal.take_back();
+            terminal.restore_settings();
+        }
+        self.reap();
+    }
+}
+
+/// The sinks, dropping any that fails (and telling the others).
+struct Sinks(Vec<Box<dyn Sink>>);
+
+impl Sinks {
+    fn each(&mut self, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) {
+        let mut failed = Vec::new();
+        self.0.retain_mut(|sink| match f(sink.as_mut()) {
+            Ok(()) => true,
+            Err(e) => {
+                failed.push(format!(
+                    "{} failed: {e}; it is dropped, the job stays under guard",
+                    sink.name()
+                ));
+                false
+            }
+        });
+        for text in failed {
+            tracing::warn!("{text}");
+            for sink in &mut self.0 {
+                sink.problem(&text);
+            }
+        }
+    }
+}
+
+/// Runs a job on `launch` under `spec` until it ends, is stopped, or the guard is
+/// interrupted (a command it started is then stopped first; a watched process is left
+/// alone). `sinks` see every sample and event.
+pub fn run(
+    counters: &Counters,
+    safety: &Safety,
+    launch: Launch,
+    spec: JobSpec,
+    grace: Duration,
+    sinks: Vec<Box<dyn Sink>>,
+    interrupts: &dyn Interrupts,
+) -> Result<Outcome, DriveError> {
+    let sampler = Sampler::start(counters.clone(), spec.poll).map_err(DriveError::Sampler)?;
+    let samples = sampler.subscribe();
+    let swap_start = counters
+        .read_system()
+        .map_err(DriveError::FirstRead)?
+        .swap_used_bytes;
+    let (members, mut spawned) = match launch {
+        Launch::Command {
+            mut command,
+            terminal,
+        } => {
+            let reaper = jobctl::become_subreaper();
+            command.process_group(0);
+            if let Some(terminal) = &terminal {
+                terminal.hand_over_at_spawn(&mut command);
+            }
+            let child = command.spawn().map_err(DriveError::Spawn)?;
+            let leader = child.id();
+            drop(child); // reaped by `Spawned::reap`, never by std
+            if let Some(terminal) = &terminal {
+                let _ = terminal.give_to(leader);
+            }
+            let id = ProcessIdentity {
+                pid: leader,
+                start_time: counters.start_time(leader).unwrap_or(0),
+            };
+            let spawned = Spawned {
+                leader,
+                terminal,
+                exit: None,
+            };
+            let reaper = reaper.then(std::process::id);
+            (Members::of_command(id, reaper), Some(spawned))
+        }
+        Launch::Process(id) => (Members::of_process(id), None),
+    };
+    let set = MemberSet::new(members);
+    let root = set.root();
+    let mut engine = Engine::default();
+    let command = spec.command.clone();
+    let poll = spec.poll;
+    let job = engine.add(set.clone(), spec, swap_start);
+    sampler.track(&set);
+    let mut sinks = Sinks(sinks);
+    sinks.each(|s| s.started(root, swap_start));
+
+    let mut stop = None;
+    let mut queue: VecDeque<Action> = VecDeque::new();
+    let verdict = 'run: loop {
+        if let Some(signal) = interrupts.received() {
+            // A command we started is stopped with us; a watched process is left alone.
+            if let Some(spawned) = spawned.as_mut() {
+                let report = stop_members(counters, safety, &set, grace, &|| interrupts.second());
+                spawned.reap_leader();
+                stop = Some(report);
+            }
+            queue.extend(engine.end(job, EndReason::Interrupted { signal }));
+        } else {
+            let leader_gone = match spawned.as_mut() {
+                Some(spawned) => match spawned.reap() {
+                    Some(exit) => {
+                        engine.set_exit(job, exit);
+                        true
+                    }
+                    None => false,
+                },
+                None => !root.is_alive(counters),
+            };
+            if leader_gone && set.discover(counters).is_empty() {
+                queue.extend(engine.members_gone(job));
+            } else if let Ok(sample) = samples.recv_timeout(WAKE) {
+                sinks.each(|s| s.sample(&sample));
+                queue.extend(engine.on_sample(&sample));
+            }
+        }
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Notify { event, .. } => {
+                    let t = sampler.clock();
+                    sinks.each(|s| s.event(t, &event));
+                    if let JobEvent::Finished { verdict } = event {
+                        break 'run verdict;
+                    }
+                }
+                Action::Stop { members, .. } => {
+                    let report =
+                        stop_members(counters, safety, &members, grace, &|| interrupts.second());
+                    if let Some(spawned) = spawned.as_mut() {
+                        spawned.reap_leader();
+                        if let Some(exit) = spawned.exit.clone() {
+                            engine.set_exit(job, exit);
+                        }
+                    }
+                    queue.extend(engine.stop_done(job, &report));
+                    stop = Some(report);
+                }
+            }
+        }
+        sampler.set_interval(engine.check_interval().unwrap_or(poll));
+    };
+    if let Some(spawned) = spawned.as_mut() {
+        spawned.finish();
+    }
+    sampler.stop();
+    Ok(Outcome {
+        command,
+        pid: root.pid,
+        verdict,
+        stop,
+    })
+}

@@ -1,0 +1,210 @@
+//! A job's processes: every process that belongs to a job, each remembered by (pid, start
+//! time) while it lives, so a worker that calls `setsid()`, double-forks or is re-parented
+//! stays a member.
+//!
+//! - A command Headroom started: its process group's leader and every descendant ever seen.
+//!   Where the OS allows it the starting process is a subreaper (`jobctl::become_subreaper`),
+//!   so orphans are re-parented to it and found as its descendants, however fast their
+//!   parent exits.
+//! - A process picked by pid: it and every descendant ever seen.
+//!
+//! The job runs while any member lives. [`MemberSet::refresh`] runs once a tick on the
+//! sampler thread: it drops members that are gone (a failed read never drops one), finds new
+//! ones among the children of live members (and of the reaper), and sums their memory.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::counters::Counters;
+use crate::process::{ProcessIdentity, TreeMemory};
+
+/// The processes of one job.
+#[derive(Debug, Clone)]
+pub struct Members {
+    root: ProcessIdentity,
+    /// A process whose children all belong to the job (the subreaper that started it).
+    reaper: Option<u32>,
+    live: Vec<ProcessIdentity>,
+    ever: HashSet<ProcessIdentity>,
+}
+
+impl Members {
+    /// The job of a command Headroom started: `leader` (its own group) and descendants. With
+    /// `reaper` (our pid, when we are a subreaper that started nothing else), orphaned
+    /// descendants are found among the reaper's children.
+    pub fn of_command(leader: ProcessIdentity, reaper: Option<u32>) -> Self {
+        Members {
+            root: leader,
+            reaper,
+            live: vec![leader],
+            ever: HashSet::from([leader]),
+        }
+    }
+
+    /// The job of a picked process: it and its descendants.
+    pub fn of_process(root: ProcessIdentity) -> Self {
+        Self::of_command(root, None)
+    }
+
+    /// The process the job is named by (the leader, or the picked process).
+    pub fn root(&self) -> ProcessIdentity {
+        self.root
+    }
+
+    /// Live members, parents before their children as found.
+    pub fn live(&self) -> &[ProcessIdentity] {
+        &self.live
+    }
+
+    /// How many distinct processes the job has had.
+    pub fn ever(&self) -> u32 {
+        u32::try_from(self.ever.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Drops members that are gone and adds new descendants; returns the live count.
+    pub fn discover(&mut self, counters: &Counters) -> usize {
+        self.live.retain(|id| id.is_alive(counters));
+        let mut queue: Vec<u32> = self.live.iter().map(|id| id.pid).collect();
+        queue.extend(self.reaper);
+        let mut visited: HashSet<u32> = queue.iter().copied().collect();
+        while let Some(parent) = queue.pop() {
+            for child in counters.child_pids(parent).unwrap_or_default() {
+                if !visited.insert(child) {
+                    continue;
+                }
+                let Ok(start_time) = counters.start_time(child) else {
+                    continue;
+                };
+                let id = ProcessIdentity {
+                    pid: child,
+                    start_time,
+                };
+                if !self.live.contains(&id) {
+                    self.live.push(id);
+                    self.ever.insert(id);
+                }
+                queue.push(child);
+            }
+        }
+        self.live.len()
+    }
+
+    /// [`Members::discover`], then the summed memory of the live members; `None` once no
+    /// member lives. A member whose memory cannot be read still counts as alive.
+    pub fn refresh(&mut self, counters: &Counters) -> Option<TreeMemory> {
+        if self.discover(counters) == 0 {
+            return None;
+        }
+        let mut total = TreeMemory {
+            pid: self.root.pid,
+            ..TreeMemory::default()
+        };
+        let mut gone = Vec::new();
+        for id in &self.live {
+            match counters.process_memory(id.pid) {
+                Ok(m) => total.add(&m),
+                Err(e) if e.is_gone() => gone.push(*id),
+                Err(_) => total.processes += 1,
+            }
+        }
+        self.live.retain(|id| !gone.contains(id));
+        (!self.live.is_empty()).then_some(total)
+    }
+}
+
+/// A job's members shared between the sampler (which refreshes them every tick) and whoever
+/// stops, pauses or shows the job.
+#[derive(Debug, Clone)]
+pub struct MemberSet(Arc<Mutex<Members>>);
+
+impl MemberSet {
+    /// Shares `members`.
+    pub fn new(members: Members) -> Self {
+        MemberSet(Arc::new(Mutex::new(members)))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Members> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The process the job is named by.
+    pub fn root(&self) -> ProcessIdentity {
+        self.lock().root()
+    }
+
+    /// Live members as last refreshed.
+    pub fn live(&self) -> Vec<ProcessIdentity> {
+        self.lock().live().to_vec()
+    }
+
+    /// How many distinct processes the job has had.
+    pub fn ever(&self) -> u32 {
+        self.lock().ever()
+    }
+
+    /// Finds new members and drops gone ones now; returns the live members.
+    pub fn discover(&self, counters: &Counters) -> Vec<ProcessIdentity> {
+        let mut members = self.lock();
+        members.discover(counters);
+        members.live().to_vec()
+    }
+
+    /// See [`Members::refresh`].
+    pub fn refresh(&self, counters: &Counters) -> Option<TreeMemory> {
+        self.lock().refresh(counters)
+    }
+
+    /// True when both handles share one set.
+    pub fn same_as(&self, other: &MemberSet) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::process::Command;
+    use std::time::Duration;
+
+    #[test]
+    fn a_reparented_grandchild_stays_a_member() {
+        let counters = Counters::new();
+        // sh starts a background sleep and waits a little, then exits: the sleep is
+        // re-parented (to init or a subreaper) but must stay a member.
+        let mut sh = Command::new("sh")
+            .args(["-c", "sleep 30 & echo $! ; sleep 0.3"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let id = ProcessIdentity::of(&counters, sh.id()).unwrap();
+        let set = MemberSet::new(Members::of_process(id));
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(sh.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let sleep_pid: u32 = line.trim().parse().unwrap();
+        let found = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            set.discover(&counters).iter().any(|m| m.pid == sleep_pid)
+        });
+        assert!(found, "the background child was not found");
+        sh.wait().unwrap();
+        let live = set.discover(&counters);
+        assert_eq!(live.len(), 1, "{live:?}");
+        assert_eq!(live[0].pid, sleep_pid);
+        assert!(set.refresh(&counters).is_some_and(|m| m.processes == 1));
+        assert_eq!(
+            set.ever(),
+            3,
+            "sh, its foreground sleep, the background one"
+        );
+        // SAFETY: our own child's child, identified just above.
+        unsafe { libc::kill(sleep_pid as i32, libc::SIGKILL) };
+        assert!((0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            set.refresh(&counters).is_none()
+        }));
+    }
+}
