@@ -10,7 +10,13 @@ use std::process::Command;
 use serde_json::Value;
 
 fn headroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_headroom"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_headroom"));
+    // Never the real user's folders.
+    cmd.env(
+        "HEADROOM_HOME",
+        std::env::temp_dir().join("headroom-test-home-status"),
+    );
+    cmd
 }
 
 fn meminfo_kib(key: &str) -> u64 {

@@ -223,3 +223,144 @@ fn watch_guard_stops_the_process_tree() {
     );
     rig.bystander.assert_alive();
 }
+
+/// `headroom guard` over `script` run by `sh -c` inside the rig's cgroup (`$HOG` names the
+/// hog); returns exit code, stderr and the `--json` summary.
+fn guard_script(
+    rig: &Rig,
+    flags: &[&str],
+    script: &str,
+    tag: &str,
+) -> (Option<i32>, String, serde_json::Value) {
+    let wrapped = rig.cgroup.wrap(&["sh", "-c", script, tag]);
+    let mut cmd = headroom();
+    cmd.args(["guard", "--wait-free", "0", "--json"])
+        .args(flags)
+        .arg("--")
+        .args(&wrapped)
+        .env("HOG", hog_path());
+    let (code, stdout, stderr) = run_to_files(cmd);
+    let summary = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+    (code, stderr, summary)
+}
+
+#[test]
+fn guard_stops_a_setsid_worker_that_grows_swap() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("setsid-hog");
+    // The worker leaves the job's process group and session; its parent exits at once.
+    let script = format!("setsid \"$HOG\" 400M --tag {tag} & exit 0");
+    let (code, stderr, summary) = guard_script(
+        &rig,
+        &["--swap-budget", "100M", "--grace", "2s"],
+        &script,
+        &tag,
+    );
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(summary["verdict"]["ended"]["kind"], "stopped", "{summary}");
+    let growth = summary["verdict"]["swap_growth_bytes"].as_u64().unwrap();
+    assert!(growth < 300 << 20, "growth {growth}");
+    assert!(
+        wait_until(Duration::from_secs(5), || live_with_tag(&tag).is_empty()),
+        "the setsid worker survived: {:?}",
+        live_with_tag(&tag)
+    );
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn guard_stops_a_double_forked_daemon_that_grows_swap() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("daemon-hog");
+    // A subshell forks the hog and exits: the hog is an orphan, re-parented.
+    let script = format!("( \"$HOG\" 400M --tag {tag} & ) ; exit 0");
+    let (code, stderr, summary) = guard_script(
+        &rig,
+        &["--swap-budget", "100M", "--grace", "2s"],
+        &script,
+        &tag,
+    );
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        summary["verdict"]["processes"].as_u64().unwrap() >= 2,
+        "{summary}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || live_with_tag(&tag).is_empty()),
+        "the daemon survived: {:?}",
+        live_with_tag(&tag)
+    );
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn faster_checks_near_the_budget_keep_one_clock_in_the_trace() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("one-clock");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    // ~350 MiB of swap growth against a 600M budget: past half of it the guard checks faster,
+    // while the trace keeps its 0.3 s spacing and its clock.
+    let argv = hog_in_cgroup(&rig, "420M", &tag, &["--hold", "2"]);
+    let started = std::time::Instant::now();
+    let out = headroom()
+        .args([
+            "guard",
+            "--wait-free",
+            "0",
+            "--swap-budget",
+            "600M",
+            "--poll",
+            "0.3s",
+        ])
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--")
+        .args(&argv)
+        .output()
+        .unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let ts: Vec<f64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "sample")
+        .map(|v| v["t"].as_f64().unwrap())
+        .collect();
+    assert!(ts.len() >= 5, "{text}");
+    for w in ts.windows(2) {
+        assert!(w[1] > w[0], "t went back: {} then {}\n{text}", w[0], w[1]);
+        assert!(w[1] - w[0] >= 0.25, "samples closer than the poll: {w:?}");
+    }
+    let last = *ts.last().unwrap();
+    assert!(
+        last >= wall - 1.5 && last <= wall,
+        "last t {last} for a {wall} s run"
+    );
+    // The summary of that trace covers the whole run.
+    let summary = headroom()
+        .args(["trace", "summary", "--json"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&summary.stdout).unwrap();
+    let duration = s["duration_seconds"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        duration >= wall - 1.5,
+        "summary duration {duration} for a {wall} s run: {s}"
+    );
+    rig.bystander.assert_alive();
+}

@@ -280,3 +280,101 @@ fn terminal_guards_are_listed_read_only() {
     assert_eq!(jobs[0]["read_only"], true);
     assert!(call(&app, "unguard", json!({"id": jobs[0]["id"]})).is_err());
 }
+
+#[test]
+fn watch_on_a_guarded_job_keeps_its_budget() {
+    let app = app();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let guarded = call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "100M", "killFree": "5"}),
+    )
+    .unwrap();
+    let watched = call(&app, "watch", json!({"pid": pid})).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(watched["id"], guarded["id"]);
+    assert_eq!(watched["mode"], "guard", "{watched}");
+    assert_eq!(watched["swap_budget_bytes"], 100u64 << 20, "{watched}");
+}
+
+#[test]
+fn a_panic_in_the_job_loop_is_caught_and_the_guard_still_stops() {
+    let app = app();
+    let state = app.window.state::<AppState>();
+    crate::ticker::start(app.window.app_handle().clone());
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    // The next sample panics the loop; the guard added now must still be enforced after it:
+    // a 100 % floor stops the job on the second low reading.
+    state
+        .inject_panic
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    call(
+        &app,
+        "guard",
+        json!({"pid": child.id(), "swapBudget": "8G", "killFree": "100"}),
+    )
+    .unwrap();
+    let stopped = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        child.try_wait().unwrap().is_some()
+    });
+    let panics = state.panics.load(std::sync::atomic::Ordering::SeqCst);
+    if !stopped {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert_eq!(panics, 1, "the injected panic was not caught once");
+    assert!(stopped, "the guard was not enforced after the panic");
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    assert!(
+        (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            call(&app, "get_jobs", json!({})).unwrap()[0]["state"] == "stopped"
+        }),
+        "{jobs}"
+    );
+}
+
+#[test]
+fn a_guard_saved_in_another_boot_is_not_taken_up() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    {
+        let app = app_in(home.path());
+        call(
+            &app,
+            "guard",
+            json!({"pid": child.id(), "swapBudget": "1G", "killFree": "5"}),
+        )
+        .unwrap();
+    }
+    // The same process, as if saved before a reboot: the boot id differs.
+    let db = Dirs::under(home.path()).history_db_path();
+    let conn = db_execute(&db, "UPDATE active_guards SET boot_id = 'another-boot'");
+    assert_eq!(conn, 1);
+    let app = app_in(home.path());
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(jobs.as_array().unwrap().is_empty(), "{jobs}");
+}
+
+/// Runs one statement on the app's database; returns the rows changed.
+fn db_execute(db: &std::path::Path, sql: &str) -> usize {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute(sql, [])
+        .unwrap()
+}

@@ -32,9 +32,27 @@ pub fn real_swap_lock() -> Option<MutexGuard<'static, ()>> {
     Some(ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
-/// The `headroom` binary.
+/// The `headroom` binary (`HEADROOM_TEST_BIN` runs the tests against another build, e.g.
+/// an older one, to see a test fail there), with its files in this test process's own
+/// `HEADROOM_HOME`: tests never touch the real user's folders.
 pub fn headroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_headroom"))
+    let mut cmd = Command::new(headroom_bin());
+    cmd.env("HEADROOM_HOME", test_home());
+    cmd
+}
+
+/// The `headroom` binary under test (see [`headroom`]).
+pub fn headroom_bin() -> PathBuf {
+    std::env::var_os("HEADROOM_TEST_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_headroom").into())
+        .into()
+}
+
+/// This test process's `HEADROOM_HOME` (under the temp dir, one per test binary run).
+pub fn test_home() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("headroom-test-home-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// The hog example, built by `cargo test` next to the test binaries.
@@ -273,4 +291,30 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 /// A unique tag for one test's hogs.
 pub fn tag(test: &str) -> String {
     format!("headroom-{test}-{}", std::process::id())
+}
+
+/// Runs `cmd` to its end with stdout and stderr in files, not pipes: a process the command
+/// leaves behind (the defect some tests look for) cannot hold the test up by keeping a pipe
+/// open. Returns the exit code, stdout and stderr.
+pub fn run_to_files(mut cmd: Command) -> (Option<i32>, String, String) {
+    let dir = tempfile_dir();
+    let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out_path).unwrap())
+        .stderr(fs::File::create(&err_path).unwrap())
+        .status()
+        .unwrap();
+    let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();
+    let result = (status.code(), read(&out_path), read(&err_path));
+    let _ = fs::remove_dir_all(&dir);
+    result
+}
+
+fn tempfile_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = test_home().join(format!("run-{}", N.fetch_add(1, Ordering::SeqCst)));
+    fs::create_dir_all(&dir).unwrap();
+    dir
 }

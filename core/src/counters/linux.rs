@@ -225,6 +225,20 @@ impl Counters {
         Ok(stat.start_ticks)
     }
 
+    /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
+    /// ours): the identity of a command that ended before it could be looked at.
+    pub fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
+        let stat_path = self.pid_path(pid, "stat");
+        with_file(&stat_path, Some(pid), |b| {
+            parse_stat(b)
+                .map(|stat| stat.start_ticks)
+                .ok_or_else(|| CounterError::Parse {
+                    what: stat_path.display().to_string(),
+                    detail: "unexpected format".into(),
+                })
+        })
+    }
+
     /// This boot's id (`sys/kernel/random/boot_id`): start times count from boot, so an
     /// identity saved under another boot id names nothing.
     pub fn boot_id(&self) -> Result<String> {

@@ -148,6 +148,13 @@ impl Counters {
         Ok(micros(bsd.pbi_start_tvsec, bsd.pbi_start_tvusec))
     }
 
+    /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
+    /// ours): the identity of a command that ended before it could be looked at.
+    pub fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
+        let bsd: libc::proc_bsdinfo = pid_info(pid, libc::PROC_PIDTBSDINFO, "PROC_PIDTBSDINFO")?;
+        Ok(micros(bsd.pbi_start_tvsec, bsd.pbi_start_tvusec))
+    }
+
     /// This boot's id: `kern.boottime` (seconds and microseconds of the boot), as text.
     pub fn boot_id(&self) -> Result<String> {
         let boot: libc::timeval = sysctl_by_name(c"kern.boottime")?;

@@ -40,6 +40,11 @@ impl Counters {
         unsupported("process start times")
     }
 
+    /// The start-time token of `pid`, even if it has exited.
+    pub fn start_time_even_exited(&self, _pid: u32) -> Result<u64> {
+        unsupported("process start times")
+    }
+
     /// This boot's id.
     pub fn boot_id(&self) -> Result<String> {
         unsupported("the boot id")

@@ -222,7 +222,7 @@ pub fn run(
             }
             let id = ProcessIdentity {
                 pid: leader,
-                start_time: counters.start_time(leader).unwrap_or(0),
+                start_time: counters.start_time_even_exited(leader).unwrap_or(0),
             };
             let spawned = Spawned {
                 leader,
@@ -269,6 +269,11 @@ pub fn run(
             if leader_gone && set.discover(counters).is_empty() {
                 queue.extend(engine.members_gone(job));
             } else if let Ok(sample) = samples.recv_timeout(WAKE) {
+                // A leader the sample saw gone has exited: its status is there to reap, so
+                // the verdict keeps its exit code.
+                if let Some(exit) = spawned.as_mut().and_then(Spawned::reap) {
+                    engine.set_exit(job, exit);
+                }
                 sinks.each(|s| s.sample(&sample));
                 queue.extend(engine.on_sample(&sample));
             }

@@ -1,0 +1,242 @@
+//! `headroom guard` in a real terminal: an interactive bash on a pseudo-terminal runs the
+//! guard as a user would, and types Ctrl-C, Ctrl-\, Ctrl-Z and `fg`. The job must behave as
+//! if it ran directly: it reads the terminal, the keys reach it, Ctrl-Z suspends the job
+//! and the guard together, and `fg` continues both.
+
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::{headroom_bin, live_with_tag, tag, test_home};
+
+/// An interactive bash on a pseudo-terminal, its output collected by a thread. The terminal
+/// echoes what is typed: a needle that must come from a program is split with `""` in the
+/// command (`echo rea""dy` prints `ready`).
+struct Shell {
+    master: File,
+    child: Child,
+    out: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Shell {
+    fn start() -> Shell {
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two fds into the locals; the other arguments may be null.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both fds were just opened by openpty and are owned here.
+        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut cmd = Command::new("bash");
+        cmd.args(["--norc", "--noprofile", "-i"])
+            .env("PS1", "$ ")
+            .env("TERM", "dumb")
+            .env("HEADROOM_HOME", test_home())
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    headroom_bin().parent().unwrap().display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        // SAFETY: runs in the child before exec: setsid and ioctl are async-signal-safe. The
+        // new session takes the pty (now on fd 0) as its controlling terminal.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = master.try_clone().unwrap();
+        let sink = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let shell = Shell { master, child, out };
+        assert!(shell.wait_for("$ ", Duration::from_secs(10)), "no prompt");
+        shell
+    }
+
+    fn send(&mut self, text: &str) {
+        self.master.write_all(text.as_bytes()).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    fn output(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    /// True once `needle` appears in the output (counting only output not yet consumed).
+    fn wait_for(&self, needle: &str, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.output().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `ps` of every process, for failure messages.
+fn processes() -> String {
+    let out = Command::new("ps")
+        .args(["-eo", "pid,ppid,pgid,sid,tpgid,stat,args"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// State letter of the first live process whose command line contains `tag`.
+fn state_of(tag: &str) -> Option<char> {
+    let pid = *live_with_tag(tag).first()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+#[test]
+fn the_job_reads_the_terminal() {
+    let mut sh = Shell::start();
+    let tag = tag("tty-read");
+    sh.send(&format!(
+        r#"headroom guard --wait-free 0 -- sh -c 'echo rea""dy; read x; echo got:$x' {tag}; echo rc=$?"#
+    ));
+    sh.send("\n");
+    assert!(
+        sh.wait_for("ready", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    sh.send("hello\n");
+    assert!(
+        sh.wait_for("got:hello", Duration::from_secs(10)),
+        "the job could not read the terminal: {}",
+        sh.output()
+    );
+    assert!(
+        sh.wait_for("rc=0", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+}
+
+#[test]
+fn ctrl_c_and_ctrl_backslash_reach_the_job() {
+    let mut sh = Shell::start();
+    for (key, code, name) in [("\x03", 130, "int"), ("\x1c", 131, "quit")] {
+        let tag = tag(&format!("tty-{name}"));
+        sh.send(&format!(
+            r#"headroom guard --wait-free 0 -- sh -c 'echo rea""dy-{name}; sleep 30' {tag}; echo rc-{name}=$?"#
+        ));
+        sh.send("\n");
+        assert!(
+            sh.wait_for(&format!("ready-{name}"), Duration::from_secs(10)),
+            "{}",
+            sh.output()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        sh.send(key);
+        assert!(
+            sh.wait_for(&format!("rc-{name}={code}"), Duration::from_secs(15)),
+            "{}",
+            sh.output()
+        );
+        assert!(
+            live_with_tag(&tag).is_empty(),
+            "the job outlived the guard after {name}: {}",
+            sh.output()
+        );
+    }
+}
+
+#[test]
+fn ctrl_z_suspends_the_job_and_fg_continues_it() {
+    let mut sh = Shell::start();
+    let tag = tag("tty-suspend");
+    sh.send(&format!(
+        r#"headroom guard --wait-free 0 -- sh -c 'echo rea""dy; sleep 2; echo fini""shed-job' {tag}"#
+    ));
+    sh.send("\n");
+    assert!(
+        sh.wait_for("ready", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    sh.send("\x1a");
+    assert!(
+        sh.wait_for("Stopped", Duration::from_secs(20)),
+        "the shell did not see the guard stop: {}\n{}",
+        sh.output(),
+        processes()
+    );
+    assert_eq!(
+        state_of(&tag),
+        Some('T'),
+        "the job runs on: {}",
+        sh.output()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !sh.output().contains("finished-job"),
+        "the job ran on while suspended: {}",
+        sh.output()
+    );
+    sh.send("fg\n");
+    assert!(
+        sh.wait_for("finished-job", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    assert!(
+        sh.wait_for("exited with code 0", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    sh.send("echo rc-after=$?\n");
+    assert!(
+        sh.wait_for("rc-after=0", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+}
