@@ -45,7 +45,14 @@ pub fn run() {
             std::process::exit(1);
         }
     };
+    // First of all plugins: a second start (autostart plus a manual one) hands over to the
+    // running instance, which shows its popover, and exits before it restores or enforces
+    // any guard.
     let builder = app_builder(tauri::Builder::default(), state)
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            tracing::info!("started again: showing the running instance's popover");
+            window::show(app);
+        }))
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_autostart::init(
             tauri_plugin_autostart::MacosLauncher::LaunchAgent,

@@ -36,8 +36,11 @@ Exit codes: the command's own; 3 when the guard stopped it; 4 when there was nev
 start it; 127 when it could not be started; 128+N when signal N ended it (or ended the guard, \
 which stops the command first: a second signal sends SIGKILL at once); 2 for invalid flags.
 
-Stopping sends SIGTERM to the command's process group, then SIGKILL to what is left after \
---grace. Signals the guard was started to ignore (nohup) stay ignored.")]
+The job is the command's process group and every descendant ever seen (a worker that calls \
+setsid() or double-forks included); it runs while any of them lives. Stopping sends SIGTERM to \
+each, then SIGKILL to what is left after --grace. In a terminal's foreground the job gets the \
+terminal: it can read input, and Ctrl-C, Ctrl-\\ and Ctrl-Z reach it (Ctrl-Z suspends the guard \
+too, until fg). Signals the guard was started to ignore (nohup) stay ignored.")]
 pub struct GuardArgs {
     /// Wait until free memory is at least this percent before starting. Above 100 it can
     /// never be met: the guard waits until --start-timeout and exits 4.

@@ -22,7 +22,8 @@ Exit codes: 0 when the process ended and fit, 1 when it did not fit (swap grew b
 --fits-tolerance), 3 when --guard stopped it, 2 for invalid flags or a pid that is not \
 running, 128+N when signal N ended the watch (the process itself is left running).")]
 pub struct WatchArgs {
-    /// The process to watch (its descendants are counted too).
+    /// The process to watch, with its descendants (also those that outlive it). A thread id
+    /// is refused.
     #[arg(value_name = "PID")]
     pid: u32,
     /// Stop the process and its descendants (SIGTERM, then SIGKILL after --grace) when swap

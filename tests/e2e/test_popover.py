@@ -110,3 +110,15 @@ def test_a_terminal_guard_shows_up_read_only(driver):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_second_start_hands_over_and_exits(driver):
+    """Autostart plus a manual start: the second instance hands over to the first (which shows
+    its popover) and exits; the first goes on."""
+    app = os.path.join(TARGET, "debug/headroom-app")
+    env = dict(os.environ, HEADROOM_LOG="info", NO_AT_BRIDGE="1")
+    second = subprocess.run([app], env=env, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0, second.stderr
+    # The first instance still answers.
+    free = wait_for(lambda: driver.find_element(By.ID, "free-percent").text.strip(), what="free % after")
+    assert re.search(r"\d", free), free

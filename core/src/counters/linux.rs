@@ -181,16 +181,7 @@ impl Counters {
     /// One process's identity and owner (`stat`, `status`), without the command line: what
     /// the safety check before a signal reads. A thread id is refused (`NotAProcess`).
     pub fn identity(&self, pid: u32) -> Result<ProcessInfo> {
-        let stat_path = self.pid_path(pid, "stat");
-        let stat = with_file(&stat_path, Some(pid), |b| {
-            parse_stat(b).ok_or_else(|| CounterError::Parse {
-                what: stat_path.display().to_string(),
-                detail: "unexpected format".into(),
-            })
-        })?;
-        if is_dead(stat.state) {
-            return Err(CounterError::Gone { pid });
-        }
+        let stat = self.live_stat(pid)?;
         let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
             Ok(parse_status(b))
         })?;
@@ -212,31 +203,33 @@ impl Counters {
     /// A live process's start-time token, from `/proc/PID/stat` alone: the cheap identity
     /// check run before every signal and on every tick. A zombie is `Gone`.
     pub fn start_time(&self, pid: u32) -> Result<u64> {
+        Ok(self.live_stat(pid)?.start_ticks)
+    }
+
+    /// `/proc/PID/stat`, whatever the process's state.
+    fn stat(&self, pid: u32) -> Result<Stat> {
         let stat_path = self.pid_path(pid, "stat");
-        let stat = with_file(&stat_path, Some(pid), |b| {
+        with_file(&stat_path, Some(pid), |b| {
             parse_stat(b).ok_or_else(|| CounterError::Parse {
                 what: stat_path.display().to_string(),
                 detail: "unexpected format".into(),
             })
-        })?;
+        })
+    }
+
+    /// `/proc/PID/stat` of a process that has not exited (a zombie is `Gone`).
+    fn live_stat(&self, pid: u32) -> Result<Stat> {
+        let stat = self.stat(pid)?;
         if is_dead(stat.state) {
             return Err(CounterError::Gone { pid });
         }
-        Ok(stat.start_ticks)
+        Ok(stat)
     }
 
     /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
     /// ours): the identity of a command that ended before it could be looked at.
     pub fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
-        let stat_path = self.pid_path(pid, "stat");
-        with_file(&stat_path, Some(pid), |b| {
-            parse_stat(b)
-                .map(|stat| stat.start_ticks)
-                .ok_or_else(|| CounterError::Parse {
-                    what: stat_path.display().to_string(),
-                    detail: "unexpected format".into(),
-                })
-        })
+        Ok(self.stat(pid)?.start_ticks)
     }
 
     /// This boot's id (`sys/kernel/random/boot_id`): start times count from boot, so an
