@@ -280,6 +280,7 @@ impl Sink for Publisher {
     }
 
     fn sample(&mut self, sample: &Sample) -> io::Result<()> {
+        let before = self.file.clone();
         if let Some(file) = self.file.as_mut() {
             if let Some(system) = &sample.system {
                 let growth = system.swap_used_bytes.saturating_sub(file.swap_start_bytes);
@@ -294,7 +295,10 @@ impl Sink for Publisher {
                 file.peak_footprint_bytes = Some(file.peak_footprint_bytes.map_or(f, |p| p.max(f)));
             }
         }
-        self.write(false);
+        // Nothing new, nothing written: a steady job costs no disk writes.
+        if self.file != before {
+            self.write(false);
+        }
         Ok(())
     }
 

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
@@ -19,11 +19,23 @@ use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
 use serde::Serialize;
 use serde_json::Map;
 
-/// Signals the guard itself received (INT, TERM, HUP, QUIT), counted.
-#[derive(Debug, Clone, Default)]
+/// Called on every signal (see `Interrupts::on_signal`).
+type Waker = Box<dyn Fn() + Send + Sync>;
+
+/// Signals the guard itself received (INT, TERM, HUP, QUIT), counted; SIGCHLD only wakes.
+#[derive(Clone, Default)]
 pub struct Signals {
     count: Arc<AtomicUsize>,
     last: Arc<AtomicI32>,
+    waker: Arc<Mutex<Option<Waker>>>,
+}
+
+impl std::fmt::Debug for Signals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signals")
+            .field("count", &self.count)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Signals {
@@ -40,15 +52,22 @@ impl Signals {
         .into_iter()
         .filter(|&s| !signals::is_ignored(s))
         .collect();
-        let mut sigs =
-            signal_hook::iterator::Signals::new(&wanted).context("installing signal handlers")?;
+        let mut sigs = signal_hook::iterator::Signals::new(&wanted)
+            .and_then(|s| s.add_signal(signal_hook::consts::SIGCHLD).map(|()| s))
+            .context("installing signal handlers")?;
         let (count, last) = (Arc::clone(&me.count), Arc::clone(&me.last));
+        let waker = Arc::clone(&me.waker);
         std::thread::Builder::new()
             .name("headroom-signals".into())
             .spawn(move || {
                 for sig in sigs.forever() {
-                    last.store(sig, Ordering::SeqCst);
-                    count.fetch_add(1, Ordering::SeqCst);
+                    if sig != signal_hook::consts::SIGCHLD {
+                        last.store(sig, Ordering::SeqCst);
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if let Some(wake) = waker.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                        wake();
+                    }
                 }
             })
             .context("starting the signal thread")?;
@@ -63,6 +82,10 @@ impl Interrupts for Signals {
 
     fn second(&self) -> bool {
         self.count.load(Ordering::SeqCst) >= 2
+    }
+
+    fn on_signal(&self, wake: Waker) {
+        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(wake);
     }
 }
 

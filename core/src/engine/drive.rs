@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::counters::jobctl::{self, ChildStatus, Terminal};
@@ -25,13 +26,12 @@ use crate::guard::{stop_members, Safety, StopReport};
 use crate::members::{MemberSet, Members};
 use crate::policy::{EndReason, JobEvent, Verdict};
 use crate::process::ProcessIdentity;
-use crate::sampler::{Sample, Sampler};
+use crate::sampler::{InlineSampler, Sample};
 
 use super::{Action, Engine, JobSpec};
 
-/// How often the driver wakes between samples: to reap, to notice the job's end, to react to
-/// a signal.
-const WAKE: Duration = Duration::from_millis(50);
+/// Signals (SIGCHLD included) queued for the driver at most; one is enough to wake it.
+const BACKLOG: usize = 16;
 /// How long to wait for a stopped leader's exit status.
 const REAP_WAIT: Duration = Duration::from_secs(2);
 
@@ -61,6 +61,9 @@ pub trait Interrupts {
     fn received(&self) -> Option<i32>;
     /// True once a second one arrived (SIGKILL at once).
     fn second(&self) -> bool;
+    /// Calls `wake` on every signal from now on (an interrupt, and SIGCHLD: a child of the
+    /// guard exited or stopped), so the driver needs no polling.
+    fn on_signal(&self, _wake: Box<dyn Fn() + Send + Sync>) {}
 }
 
 /// What to run the job on.
@@ -83,9 +86,6 @@ pub enum Launch {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DriveError {
-    /// The sampler thread could not start.
-    #[error("starting the sampler: {0}")]
-    Sampler(#[source] io::Error),
     /// The first reading of the memory counters failed.
     #[error("reading memory counters: {0}")]
     FirstRead(#[source] CounterError),
@@ -161,6 +161,30 @@ impl Spawned {
     }
 }
 
+/// Stops a started job if the driver unwinds from a panic: a bug in Headroom must not leave
+/// the job running unguarded.
+struct StopOnUnwind<'a> {
+    counters: &'a Counters,
+    safety: &'a Safety,
+    members: MemberSet,
+    armed: bool,
+}
+
+impl Drop for StopOnUnwind<'_> {
+    fn drop(&mut self) {
+        if self.armed && std::thread::panicking() {
+            tracing::error!("the guard panicked: stopping its job");
+            stop_members(
+                self.counters,
+                self.safety,
+                &self.members,
+                Duration::from_secs(1),
+                &|| false,
+            );
+        }
+    }
+}
+
 /// The sinks, dropping any that fails (and telling the others).
 struct Sinks(Vec<Box<dyn Sink>>);
 
@@ -198,8 +222,14 @@ pub fn run(
     sinks: Vec<Box<dyn Sink>>,
     interrupts: &dyn Interrupts,
 ) -> Result<Outcome, DriveError> {
-    let sampler = Sampler::start(counters.clone(), spec.poll).map_err(DriveError::Sampler)?;
-    let samples = sampler.subscribe();
+    // The driver samples on its own thread (one wake-up a tick) and sleeps until the next
+    // tick or a signal (SIGCHLD included), whichever comes first: no polling.
+    let mut sampler = InlineSampler::new(counters.clone(), spec.poll);
+    let (wake, wakes) = mpsc::sync_channel::<()>(BACKLOG);
+    let _open = wake.clone(); // the channel never disconnects, whatever `interrupts` keeps
+    interrupts.on_signal(Box::new(move || {
+        let _ = wake.try_send(());
+    }));
     let swap_start = counters
         .read_system()
         .map_err(DriveError::FirstRead)?
@@ -240,6 +270,12 @@ pub fn run(
     let command = spec.command.clone();
     let poll = spec.poll;
     let job = engine.add(set.clone(), spec, swap_start);
+    let _unwind = StopOnUnwind {
+        counters,
+        safety,
+        members: set.clone(),
+        armed: spawned.is_some(),
+    };
     sampler.track(&set);
     let mut sinks = Sinks(sinks);
     sinks.each(|s| s.started(root, swap_start));
@@ -268,7 +304,8 @@ pub fn run(
             };
             if leader_gone && set.discover(counters).is_empty() {
                 queue.extend(engine.members_gone(job));
-            } else if let Ok(sample) = samples.recv_timeout(WAKE) {
+            } else if wakes.recv_timeout(sampler.until_next()).is_err() {
+                let sample = sampler.tick();
                 // A leader the sample saw gone has exited: its status is there to reap, so
                 // the verdict keeps its exit code.
                 if let Some(exit) = spawned.as_mut().and_then(Spawned::reap) {
@@ -306,7 +343,6 @@ pub fn run(
     if let Some(spawned) = spawned.as_mut() {
         spawned.finish();
     }
-    sampler.stop();
     Ok(Outcome {
         command,
         pid: root.pid,

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
+mod inline;
+pub use inline::InlineSampler;
+
 use crate::counters::{Counters, FootprintRow, Result, SystemCounters};
 use crate::members::MemberSet;
 use crate::process::{ProcessIdentity, TreeMemory};
@@ -169,14 +172,26 @@ struct Shared {
     state: Mutex<State>,
 }
 
-#[derive(Debug)]
 struct State {
     interval: Duration,
     tracked: Vec<MemberSet>,
-    subscribers: Vec<SyncSender<Arc<Sample>>>,
+    subscribers: Vec<Subscriber>,
     /// Bumped when the interval changes so the loop restarts its schedule.
     generation: u64,
 }
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("interval", &self.interval)
+            .field("tracked", &self.tracked)
+            .field("subscribers", &self.subscribers.len())
+            .finish()
+    }
+}
+
+/// Receives each sample; returns false once it wants no more.
+type Subscriber = Box<dyn FnMut(&Arc<Sample>) -> bool + Send>;
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -220,8 +235,22 @@ impl Sampler {
     /// hundred samples behind misses samples rather than blocking the loop.
     pub fn subscribe(&self) -> Receiver<Arc<Sample>> {
         let (tx, rx) = mpsc::sync_channel(SUBSCRIBER_BACKLOG);
-        lock(&self.shared.state).subscribers.push(tx);
+        self.subscribe_with(tx, |sample| sample);
         rx
+    }
+
+    /// Sends every following sample, wrapped by `wrap`, into `tx`: one channel can then carry
+    /// samples and other wake-ups (the job driver's). Like [`Sampler::subscribe`], a full
+    /// channel misses samples rather than blocking the loop.
+    pub fn subscribe_with<T: Send + 'static>(&self, tx: SyncSender<T>, wrap: fn(Arc<Sample>) -> T) {
+        let send: Subscriber =
+            Box::new(
+                move |sample: &Arc<Sample>| match tx.try_send(wrap(Arc::clone(sample))) {
+                    Ok(()) | Err(TrySendError::Full(_)) => true,
+                    Err(TrySendError::Disconnected(_)) => false,
+                },
+            );
+        lock(&self.shared.state).subscribers.push(send);
     }
 
     /// Tracks a job's members from the next tick on (once per set).
@@ -343,12 +372,7 @@ fn run_loop(shared: &Shared, counters: &Counters) {
 
 fn publish(shared: &Shared, sample: &Arc<Sample>) {
     let mut state = lock(&shared.state);
-    state
-        .subscribers
-        .retain(|tx| match tx.try_send(Arc::clone(sample)) {
-            Ok(()) | Err(TrySendError::Full(_)) => true,
-            Err(TrySendError::Disconnected(_)) => false,
-        });
+    state.subscribers.retain_mut(|send| send(sample));
 }
 
 #[cfg(test)]
