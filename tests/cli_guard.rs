@@ -147,6 +147,7 @@ fn an_ignored_signal_stays_ignored() {
     let exe = env!("CARGO_BIN_EXE_headroom");
     let mut guard = Command::new("sh")
         .args(["-c", &format!("trap '' HUP; exec {exe} guard -- sleep 2")])
+        .env("HEADROOM_HOME", support::test_home())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();

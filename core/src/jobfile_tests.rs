@@ -20,6 +20,9 @@ fn job(pid: u32, state: JobFileState, updated_at_ms: i64) -> JobFile {
         state,
         verdict: (state == JobFileState::Finished).then(|| Verdict {
             processes: 1,
+            fits_tolerance_bytes: 64 << 20,
+            stages: Vec::new(),
+            tight: None,
             fits: true,
             swap_growth_bytes: 300 << 20,
             swap_start_bytes: 1 << 30,

@@ -15,6 +15,8 @@ pub mod error;
 pub mod guard;
 pub mod history;
 pub mod jobfile;
+#[cfg(unix)]
+pub mod marks;
 pub mod members;
 pub mod monitor;
 pub mod paths;
@@ -22,6 +24,7 @@ pub mod policy;
 pub mod process;
 pub mod sampler;
 pub mod settings;
+pub mod stages;
 pub mod store;
 pub mod summary;
 #[doc(hidden)]

@@ -85,6 +85,11 @@ impl Dirs {
         self.state_dir.join("jobs")
     }
 
+    /// Where jobs' stage-mark sockets live: `state_dir/marks` (see `crate::marks`).
+    pub fn marks_dir(&self) -> PathBuf {
+        self.state_dir.join("marks")
+    }
+
     /// `config_dir/settings.toml`.
     pub fn settings_path(&self) -> PathBuf {
         self.config_dir.join(SETTINGS_FILE)

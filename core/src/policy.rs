@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stages::{grew_swap, StageFigures};
 use crate::units::{format_bytes, format_delta_bytes, format_duration};
 
 /// The budget a guarded job runs under (`headroom guard` flags and their defaults).
@@ -33,6 +34,13 @@ pub struct GuardConfig {
     pub notify_step_bytes: u64,
     /// At most one swap-growth notification per job in this time (1 min).
     pub notify_min_interval: Duration,
+    /// A run that fits is "tight" when compressed memory (macOS compressor, Linux zswap) grew
+    /// more than this (`--tight-compressed`, 2 GiB).
+    pub tight_compressed_bytes: u64,
+    /// A run that fits is "tight" when free memory fell under this, percent (`--tight-free`,
+    /// 20: the staged runs of the real traces stayed at or above 33 %, the runs that did not
+    /// fit fell to 6-25 %).
+    pub tight_free_percent: f64,
     /// Look-ahead for the growth projection: stop when swap, growing at its rate over the
     /// last look-ahead (at least), would pass the budget within this time, on two checks in
     /// a row. The job engine sets it to the current check interval: before the next check.
@@ -92,6 +100,8 @@ impl Default for GuardConfig {
             fits_tolerance_bytes: 64 << 20,
             notify_step_bytes: 512 << 20,
             notify_min_interval: Duration::from_secs(60),
+            tight_compressed_bytes: 2 << 30,
+            tight_free_percent: 20.0,
             lookahead: Duration::from_millis(500),
         }
     }
@@ -108,6 +118,9 @@ pub struct Observation {
     pub free_percent: f64,
     /// Footprint of the job's process tree, if known.
     pub footprint_bytes: Option<u64>,
+    /// Memory held compressed (macOS compressor, Linux zswap), where the OS has it.
+    #[serde(default)]
+    pub compressed_bytes: Option<u64>,
 }
 
 /// Why a job is not started yet.
@@ -372,20 +385,65 @@ pub struct Verdict {
     /// How many processes the job had in all (its members ever seen; 0 when unknown).
     #[serde(default)]
     pub processes: u32,
+    /// Swap growth up to this still "fits" (the words name the stages that grew more).
+    #[serde(default = "default_fits_tolerance_bytes")]
+    pub fits_tolerance_bytes: u64,
+    /// The job's stages, as its processes marked them (empty without marks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageFigures>,
+    /// Set when it fit by the swap rule but was on the edge: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tight: Option<Tightness>,
+}
+
+/// Why a run that fits was "tight": what passed its threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tightness {
+    /// Growth of compressed memory, when it passed `tight_compressed_bytes`.
+    pub compressed_growth_bytes: Option<u64>,
+    /// Lowest free memory, when it fell under `tight_free_percent`.
+    pub lowest_free_percent: Option<f64>,
+}
+
+impl std::fmt::Display for Tightness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(c) = self.compressed_growth_bytes {
+            parts.push(format!("compressed {}", format_delta_bytes(c as i64)));
+        }
+        if let Some(l) = self.lowest_free_percent {
+            parts.push(format!("lowest free {l:.0}%"));
+        }
+        write!(f, "{}", parts.join(", "))
+    }
+}
+
+fn default_fits_tolerance_bytes() -> u64 {
+    GuardConfig::default().fits_tolerance_bytes
 }
 
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.fits {
-            write!(f, "fits")?;
-        } else {
-            write!(f, "doesn't fit")?;
+        match (&self.tight, self.fits) {
+            (Some(tight), true) => write!(f, "tight: {tight}; swap")?,
+            (None, true) => write!(f, "fits: swap")?,
+            (_, false) => write!(f, "doesn't fit: swap")?,
         }
-        write!(
-            f,
-            ": swap {}",
-            format_delta_bytes(self.swap_growth_bytes as i64)
-        )?;
+        write!(f, " {}", format_delta_bytes(self.swap_growth_bytes as i64))?;
+        let grew = grew_swap(&self.stages, self.fits_tolerance_bytes);
+        if !grew.is_empty() {
+            let parts: Vec<String> = grew
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {}",
+                        s.stage,
+                        format_delta_bytes(s.swap_growth_bytes as i64)
+                    )
+                })
+                .collect();
+            write!(f, " ({})", parts.join(", "))?;
+        }
         if let Some(p) = self.peak_footprint_bytes {
             write!(f, ", peak footprint {}", format_bytes(p))?;
         }
@@ -408,6 +466,8 @@ pub struct JobState {
     lowest_free_percent: Option<f64>,
     low_free_strikes: u32,
     last_t: Duration,
+    /// Compressed memory at the first reading that had it, and its highest since.
+    compressed_start_peak: Option<(u64, u64)>,
     /// Recent (time, swap in use) observations, for the growth rate over a window.
     recent: VecDeque<(Duration, u64)>,
     /// The growth rate at the last observation, bytes per second.
@@ -426,6 +486,7 @@ impl JobState {
             lowest_free_percent: None,
             low_free_strikes: 0,
             last_t: Duration::ZERO,
+            compressed_start_peak: None,
             recent: VecDeque::new(),
             rate_bytes_per_second: 0.0,
             projected_crossings: 0,
@@ -458,6 +519,11 @@ impl JobState {
                 .map_or(obs.free_percent, |l| l.min(obs.free_percent)),
         );
         self.last_t = self.last_t.max(obs.t);
+        if let Some(c) = obs.compressed_bytes {
+            let (start, peak) = self.compressed_start_peak.get_or_insert((c, c));
+            *peak = (*peak).max(c);
+            let _ = start;
+        }
         let window = cfg.map_or(Duration::ZERO, |c| c.lookahead);
         let rate = self.swap_rate(obs, window);
         self.rate_bytes_per_second = rate;
@@ -532,6 +598,22 @@ impl JobState {
         }
     }
 
+    /// Why a run that fits was on the edge, if it was: compressed memory grew past
+    /// `cfg.tight_compressed_bytes`, or free memory fell under `cfg.tight_free_percent`.
+    pub fn tightness(&self, cfg: &GuardConfig) -> Option<Tightness> {
+        let compressed = self
+            .compressed_start_peak
+            .map(|(start, peak)| peak.saturating_sub(start))
+            .filter(|&g| g > cfg.tight_compressed_bytes);
+        let low = self
+            .lowest_free_percent
+            .filter(|&l| l < cfg.tight_free_percent);
+        (compressed.is_some() || low.is_some()).then_some(Tightness {
+            compressed_growth_bytes: compressed,
+            lowest_free_percent: low,
+        })
+    }
+
     /// The growth rate at the last observation, bytes per second.
     pub fn rate_bytes_per_second(&self) -> f64 {
         self.rate_bytes_per_second
@@ -549,6 +631,9 @@ impl JobState {
             duration: self.last_t,
             ended,
             processes: 0,
+            fits_tolerance_bytes,
+            stages: Vec::new(),
+            tight: None,
         }
     }
 }

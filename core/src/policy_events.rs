@@ -27,6 +27,11 @@ pub enum JobEvent {
         /// The budget, bytes.
         budget_bytes: u64,
     },
+    /// A process of the job marked the start of a stage.
+    Stage {
+        /// The stage's name.
+        stage: String,
+    },
     /// The guard stopped the job.
     Stopped {
         /// Why.

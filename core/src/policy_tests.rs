@@ -11,6 +11,7 @@ fn obs(t_ms: u64, swap: u64, free: f64) -> Observation {
         swap_used_bytes: swap,
         free_percent: free,
         footprint_bytes: None,
+        compressed_bytes: None,
     }
 }
 
@@ -347,5 +348,59 @@ fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
     assert_eq!(
         ms(check_interval(&limited, 0, GIB - GIB / 4, 0.0, base)),
         100
+    );
+}
+
+#[test]
+fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
+    let cfg = GuardConfig::default(); // 2 GiB of compressed growth, 20 % free
+                                      // (compressed GiB per reading, free % per reading, expected words)
+    let cases: &[(&[u64], &[f64], Option<&str>)] = &[
+        (&[1, 2, 3], &[60.0, 50.0, 55.0], None),
+        (&[1, 4, 2], &[60.0, 50.0, 55.0], Some("compressed +3.0 GB")),
+        (&[1, 1, 1], &[60.0, 8.0, 55.0], Some("lowest free 8%")),
+        (
+            &[0, 7, 7],
+            &[30.0, 15.0, 19.0],
+            Some("compressed +7.0 GB, lowest free 15%"),
+        ),
+    ];
+    for (compressed, free, want) in cases {
+        let mut job = JobState::new(GIB);
+        for (k, (c, f)) in compressed.iter().zip(free.iter()).enumerate() {
+            job.observe(
+                None,
+                &Observation {
+                    compressed_bytes: Some(c * GIB),
+                    ..obs(k as u64 * 500, GIB, *f)
+                },
+            );
+        }
+        let words = job.tightness(&cfg).map(|t| t.to_string());
+        assert_eq!(words.as_deref(), *want, "{compressed:?} {free:?}");
+    }
+    // In a verdict: "tight" instead of "fits", with the reasons; still a success.
+    let mut job = JobState::new(0);
+    job.observe(
+        None,
+        &Observation {
+            compressed_bytes: Some(0),
+            ..obs(0, 0, 50.0)
+        },
+    );
+    job.observe(
+        None,
+        &Observation {
+            compressed_bytes: Some(6 * GIB + GIB / 5),
+            ..obs(500, 0, 8.0)
+        },
+    );
+    let mut v = job.verdict(64 * MIB, EndReason::Exited { code: 0 });
+    v.tight = job.tightness(&cfg);
+    assert!(v.fits);
+    assert!(
+        v.to_string()
+            .starts_with("tight: compressed +6.2 GB, lowest free 8%; swap +0 B"),
+        "{v}"
     );
 }

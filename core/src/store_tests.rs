@@ -261,6 +261,9 @@ fn unopenable_path_is_an_error_and_left_alone() {
 fn verdict(fits: bool, growth_bytes: u64) -> Verdict {
     Verdict {
         processes: 1,
+        fits_tolerance_bytes: 64 << 20,
+        stages: Vec::new(),
+        tight: None,
         fits,
         swap_growth_bytes: growth_bytes,
         swap_start_bytes: 1 << 30,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::policy::{EndReason, GuardConfig, JobState, Observation, StopReason, Verdict};
+use crate::stages::{Reading, StageFigures, StageTracker};
 use crate::trace::{SampleRecord, Trace};
 
 /// Name of the implicit stage before the first `stage` event.
@@ -48,6 +49,10 @@ pub struct Summary {
     pub duration_seconds: f64,
     /// Per-stage peaks, in the order stages began (empty without stage events).
     pub stages: Vec<StagePeak>,
+    /// Which stage grew swap: per-stage swap growth, cumulative growth, peak footprint and
+    /// lowest free %, from the stage events' own times (`crate::stages`); empty without
+    /// stage events.
+    pub stage_swap: Vec<StageFigures>,
     /// Read errors recorded in the trace.
     pub errors: usize,
     /// Whether the trace has its `end` record.
@@ -120,6 +125,11 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
             }
         }
     }
+    let stage_swap = if has_stage_events {
+        stage_figures(trace, &samples)
+    } else {
+        Vec::new()
+    };
     Some(Summary {
         samples: samples.len(),
         peak_footprint_bytes: samples.iter().map(|s| s.footprint).max().unwrap_or(0),
@@ -133,10 +143,45 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
             .fold(f64::INFINITY, f64::min),
         duration_seconds: last.t,
         stages,
+        stage_swap,
         errors: trace.errors.len(),
         ended: trace.ended,
         truncated: trace.truncated,
     })
+}
+
+/// Per-stage figures from the stage events (their own `t`) and the samples in time order;
+/// samples before the first stage event form [`FIRST_STAGE`].
+fn stage_figures(trace: &Trace, samples: &[&SampleRecord]) -> Vec<StageFigures> {
+    let mut marks: Vec<(&str, f64)> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == "stage")
+        .filter_map(|e| Some((e.stage.as_deref()?, e.t)))
+        .collect();
+    marks.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut tracker = StageTracker::new(samples.first().map(|s| s.swap_used));
+    if let (Some(first), Some(mark)) = (samples.first(), marks.first()) {
+        if first.t < mark.1 {
+            tracker.mark(FIRST_STAGE, first.t);
+        }
+    }
+    let mut next = marks.iter().peekable();
+    for s in samples {
+        while let Some((name, t)) = next.next_if(|m| m.1 <= s.t) {
+            tracker.mark(name, *t);
+        }
+        tracker.observe(&Reading {
+            t_seconds: s.t,
+            swap_used_bytes: s.swap_used,
+            footprint_bytes: Some(s.footprint),
+            free_percent: s.level,
+        });
+    }
+    for (name, t) in next {
+        tracker.mark(name, *t);
+    }
+    tracker.stages().to_vec()
 }
 
 /// What the guard policy would have done over a trace.
@@ -165,6 +210,7 @@ pub fn replay(trace: &Trace, cfg: &GuardConfig) -> Option<Replay> {
             swap_used_bytes: s.swap_used,
             free_percent: s.level,
             footprint_bytes: Some(s.footprint),
+            compressed_bytes: s.compressed,
         };
         if let Some(reason) = job.observe(Some(cfg), &obs) {
             let stage = has_stages

@@ -152,3 +152,77 @@ fn replay_with_a_small_budget_stops_pixal3d_eager() {
     let r = replay_file("pixal3d-2026-10-05/eager-1.trace.jsonl", &cfg);
     assert!(r.stopped_at_seconds.is_some());
 }
+
+/// Per-stage swap growth computed here from the raw JSON lines, independently of the
+/// summary code: each stage event opens a window `[t, next stage)`; its growth is the highest
+/// `swap_used` in the window minus the last `swap_used` before it (or the window's first).
+fn raw_stage_growth(path: &Path) -> Vec<(String, u64)> {
+    let mut samples: Vec<(f64, u64)> = Vec::new();
+    let mut marks: Vec<(String, f64)> = Vec::new();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match (v["type"].as_str(), v["kind"].as_str()) {
+            (Some("sample"), _) => {
+                samples.push((v["t"].as_f64().unwrap(), v["swap_used"].as_u64().unwrap()))
+            }
+            (Some("event"), Some("stage")) => marks.push((
+                v["stage"].as_str().unwrap().to_string(),
+                v["t"].as_f64().unwrap(),
+            )),
+            _ => {}
+        }
+    }
+    samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+    marks.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut out = Vec::new();
+    for (i, (name, start)) in marks.iter().enumerate() {
+        let end = marks.get(i + 1).map_or(f64::INFINITY, |m| m.1);
+        let window: Vec<u64> = samples
+            .iter()
+            .filter(|s| s.0 >= *start && s.0 < end)
+            .map(|s| s.1)
+            .collect();
+        let Some(&first_in) = window.first() else {
+            out.push((name.clone(), 0));
+            continue;
+        };
+        let before = samples
+            .iter()
+            .rev()
+            .find(|s| s.0 < *start)
+            .map_or(first_in, |s| s.1);
+        let peak = window.iter().copied().max().unwrap_or(before);
+        out.push((name.clone(), peak.saturating_sub(before)));
+    }
+    out
+}
+
+#[test]
+fn per_stage_swap_growth_matches_the_raw_samples() {
+    let mut with_growth = 0;
+    for rel in [
+        "qwen-image-2026-10-06/eager-1.trace.jsonl",
+        "qwen-image-2026-10-06/staged-1.trace.jsonl",
+        "pixal3d-2026-10-05/eager-1.trace.jsonl",
+        "pixal3d-2026-10-05/staged-1.trace.jsonl",
+    ] {
+        let path = fixtures().join(rel);
+        let want = raw_stage_growth(&path);
+        assert!(!want.is_empty(), "{rel} has stage events");
+        let s = summarize(&read_trace(&path).unwrap()).unwrap();
+        // The summary also has the implicit first stage (samples before the first mark).
+        let implicit = usize::from(s.stage_swap.len() == want.len() + 1);
+        assert!(implicit == 0 || s.stage_swap[0].stage == "setup", "{rel}");
+        let got: Vec<(String, u64)> = s
+            .stage_swap
+            .iter()
+            .skip(implicit)
+            .map(|f| (f.stage.clone(), f.swap_growth_bytes))
+            .collect();
+        assert_eq!(got, want, "{rel}");
+        with_growth += want.iter().filter(|w| w.1 > 64 << 20).count();
+    }
+    assert!(with_growth > 0, "some stage of the real traces grew swap");
+}

@@ -140,7 +140,10 @@ fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
                     crate::persist::job_finished(&state, job_id);
                 }
             }
-            crate::notify::job_event(app, &command, &event);
+            // A stage beginning is shown in the job's row, not notified.
+            if !matches!(event, headroom_core::policy::JobEvent::Stage { .. }) {
+                crate::notify::job_event(app, &command, &event);
+            }
         }
         Action::Stop {
             job_id, members, ..

@@ -24,6 +24,13 @@ pub struct BudgetArgs {
     /// Swap growth up to this still counts as "fits".
     #[arg(long, default_value = "64M", allow_hyphen_values = true, value_parser = super::parse_size, value_name = "SIZE")]
     pub fits_tolerance: u64,
+    /// A run that fits is "tight" when compressed memory (macOS compressor, Linux zswap)
+    /// grew more than this.
+    #[arg(long, default_value = "2G", allow_hyphen_values = true, value_parser = super::parse_size, value_name = "SIZE")]
+    pub tight_compressed: u64,
+    /// A run that fits is "tight" when free memory fell under this percent.
+    #[arg(long, default_value = "20", allow_hyphen_values = true, value_parser = super::parse_percent, value_name = "PERCENT")]
+    pub tight_free: f64,
     /// Report swap growth each time it passes another multiple of this (at most once a
     /// minute).
     #[arg(long, default_value = "512M", allow_hyphen_values = true, value_parser = super::parse_size, value_name = "SIZE")]
@@ -39,6 +46,8 @@ impl BudgetArgs {
             kill_free_percent: self.kill_free,
             fits_tolerance_bytes: self.fits_tolerance,
             notify_step_bytes: self.notify_step.max(1),
+            tight_compressed_bytes: self.tight_compressed,
+            tight_free_percent: self.tight_free,
             lookahead: poll,
             ..GuardConfig::default()
         }

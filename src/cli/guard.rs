@@ -234,6 +234,7 @@ fn wait_for_room(
             swap_used_bytes: system.swap_used_bytes,
             free_percent: system.free_percent,
             footprint_bytes: None,
+            compressed_bytes: system.compressed_bytes,
         };
         let decision = gate.decide(cfg, &obs, busy_now.as_deref());
         let reason = match decision {

@@ -127,6 +127,9 @@ pub struct TraceSink {
     writer: TraceWriter<std::fs::File>,
     poll: Duration,
     last_t: Option<Duration>,
+    /// The newest sample not written (checks come faster than the poll near the budget);
+    /// written before an event, so the trace holds the reading the guard acted on.
+    skipped: Option<Sample>,
 }
 
 impl TraceSink {
@@ -146,24 +149,14 @@ impl TraceSink {
             writer,
             poll,
             last_t: None,
+            skipped: None,
         })
     }
-}
 
-impl Sink for TraceSink {
-    fn name(&self) -> String {
-        format!("the trace {}", self.path.display())
-    }
-
-    fn sample(&mut self, sample: &Sample) -> std::io::Result<()> {
+    fn write_sample(&mut self, sample: &Sample) -> std::io::Result<()> {
         let t = sample.since_start;
-        // Checks may be faster than the poll near the budget: keep the trace at the poll
-        // (a tenth of it early is fine), and `t` strictly increasing.
-        let due = self
-            .last_t
-            .is_none_or(|last| t + self.poll / 10 >= last + self.poll);
-        if !due || self.last_t.is_some_and(|last| round_t(t) <= round_t(last)) {
-            return Ok(());
+        if self.last_t.is_some_and(|last| round_t(t) <= round_t(last)) {
+            return Ok(()); // `t` strictly increases
         }
         if let Some(error) = &sample.error {
             self.writer.write(&Record::Error {
@@ -177,12 +170,45 @@ impl Sink for TraceSink {
         }
         Ok(())
     }
+}
+
+impl Sink for TraceSink {
+    fn name(&self) -> String {
+        format!("the trace {}", self.path.display())
+    }
+
+    fn sample(&mut self, sample: &Sample) -> std::io::Result<()> {
+        let t = sample.since_start;
+        // Checks may be faster than the poll near the budget: keep the trace at the poll
+        // (a tenth of it early is fine).
+        let due = self
+            .last_t
+            .is_none_or(|last| t + self.poll / 10 >= last + self.poll);
+        if !due {
+            self.skipped = Some(sample.clone());
+            return Ok(());
+        }
+        self.skipped = None;
+        self.write_sample(sample)
+    }
 
     fn event(&mut self, t: Duration, event: &JobEvent) -> std::io::Result<()> {
+        if let Some(skipped) = self.skipped.take() {
+            self.write_sample(&skipped)?;
+        }
         if let JobEvent::Finished { verdict } = event {
             let mut meta = Map::new();
             meta.insert("verdict".into(), serde_json::to_value(verdict)?);
             return self.writer.end(meta);
+        }
+        if let JobEvent::Stage { stage } = event {
+            // stageload's own stage event, so its tools read Headroom's traces too.
+            return self.writer.write(&Record::Event(EventRecord {
+                kind: "stage".into(),
+                t: round_t(t),
+                stage: Some(stage.clone()),
+                ..EventRecord::default()
+            }));
         }
         self.writer.write(&Record::Event(EventRecord {
             kind: "guard".into(),

@@ -6,6 +6,7 @@
 mod budget;
 mod guard;
 mod job;
+mod mark;
 mod plot;
 mod record;
 mod status;
@@ -44,6 +45,8 @@ enum Command {
     Guard(guard::GuardArgs),
     /// Watch a running process: swap growth while it runs, a verdict when it ends.
     Watch(watch::WatchArgs),
+    /// Mark the start of a stage, from inside a guarded or watched job.
+    Mark(mark::MarkArgs),
     /// Summarise, plot or replay a memory trace.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
@@ -56,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Record(args) => record::run(&args),
         Command::Guard(args) => guard::run(&args),
         Command::Watch(args) => watch::run(&args),
+        Command::Mark(args) => mark::run(&args),
         Command::Trace(cmd) => trace_cmd::run(&cmd),
     }
 }

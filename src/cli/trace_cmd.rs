@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use headroom_core::summary::{replay, stage_windows, summarize, Summary};
 use headroom_core::trace::{read_trace, Trace};
-use headroom_core::units::{format_bytes, format_duration};
+use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};
 
 use super::budget::BudgetArgs;
 use super::job::print_json;
@@ -165,13 +165,30 @@ fn summary_text(s: &Summary) -> String {
         out.push_str(&format!("read errors    {}\n", s.errors));
     }
     if !s.stages.is_empty() {
-        out.push_str("\nstage            peak footprint\n");
+        out.push_str(
+            "\nstage            peak footprint   swap growth   cumulative   lowest free\n",
+        );
         for stage in &s.stages {
             let peak = stage.peak_footprint_bytes.map_or_else(
                 || "–".to_string(),
                 |b| format!("{:.2} GB", b as f64 / (1u64 << 30) as f64),
             );
-            out.push_str(&format!("{:<16} {peak}\n", stage.stage));
+            let swap = s.stage_swap.iter().find(|f| f.stage == stage.stage);
+            let (growth, cumulative, lowest) = swap.map_or_else(
+                || ("–".to_string(), "–".to_string(), "–".to_string()),
+                |f| {
+                    (
+                        format_delta_bytes(f.swap_growth_bytes as i64),
+                        format_delta_bytes(f.cumulative_growth_bytes as i64),
+                        f.lowest_free_percent
+                            .map_or_else(|| "–".to_string(), |l| format!("{l:.0}%")),
+                    )
+                },
+            );
+            out.push_str(&format!(
+                "{:<16} {peak:<16} {growth:<13} {cumulative:<12} {lowest}\n",
+                stage.stage
+            ));
         }
     }
     out

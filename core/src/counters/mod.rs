@@ -26,6 +26,8 @@ pub use macos::Counters;
 #[cfg(unix)]
 pub mod jobctl;
 #[cfg(unix)]
+pub mod peer;
+#[cfg(unix)]
 pub mod signals;
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]

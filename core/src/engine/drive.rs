@@ -23,15 +23,25 @@ use crate::counters::jobctl::{self, ChildStatus, Terminal};
 use crate::counters::signals::{self, SIGCONT};
 use crate::counters::{CounterError, Counters};
 use crate::guard::{stop_members, Safety, StopReport};
+use crate::marks::{MarkServer, MARK_ENV};
 use crate::members::{MemberSet, Members};
+use crate::paths::Dirs;
 use crate::policy::{EndReason, JobEvent, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::{InlineSampler, Sample};
 
 use super::{Action, Engine, JobSpec};
 
-/// Signals (SIGCHLD included) queued for the driver at most; one is enough to wake it.
-const BACKLOG: usize = 16;
+/// Wake-ups queued for the driver at most (signals: one is enough; marks beyond are refused).
+const BACKLOG: usize = 64;
+
+/// What wakes the driver between ticks.
+enum Wake {
+    /// A signal arrived (the guard's own, or SIGCHLD): look at the job now.
+    Signal,
+    /// A member of the job marked the start of a stage.
+    Mark(String),
+}
 /// How long to wait for a stopped leader's exit status.
 const REAP_WAIT: Duration = Duration::from_secs(2);
 
@@ -225,15 +235,28 @@ pub fn run(
     // The driver samples on its own thread (one wake-up a tick) and sleeps until the next
     // tick or a signal (SIGCHLD included), whichever comes first: no polling.
     let mut sampler = InlineSampler::new(counters.clone(), spec.poll);
-    let (wake, wakes) = mpsc::sync_channel::<()>(BACKLOG);
+    let (wake, wakes) = mpsc::sync_channel::<Wake>(BACKLOG);
     let _open = wake.clone(); // the channel never disconnects, whatever `interrupts` keeps
+    let marks_to = wake.clone();
     interrupts.on_signal(Box::new(move || {
-        let _ = wake.try_send(());
+        let _ = wake.try_send(Wake::Signal);
     }));
     let swap_start = counters
         .read_system()
         .map_err(DriveError::FirstRead)?
         .swap_used_bytes;
+    let mut sinks = Sinks(sinks);
+    // Stage marks are optional: without a socket the job is guarded all the same.
+    let mut marks = match MarkServer::bind(&Dirs::current().marks_dir()) {
+        Ok(server) => Some(server),
+        Err(e) => {
+            sinks.each(|s| {
+                s.problem(&format!("stage marks are off: {e}"));
+                Ok(())
+            });
+            None
+        }
+    };
     let (members, mut spawned) = match launch {
         Launch::Command {
             mut command,
@@ -241,6 +264,9 @@ pub fn run(
         } => {
             let reaper = jobctl::become_subreaper();
             command.process_group(0);
+            if let Some(server) = &marks {
+                command.env(MARK_ENV, server.path());
+            }
             if let Some(terminal) = &terminal {
                 terminal.hand_over_at_spawn(&mut command);
             }
@@ -277,8 +303,24 @@ pub fn run(
         armed: spawned.is_some(),
     };
     sampler.track(&set);
-    let mut sinks = Sinks(sinks);
     sinks.each(|s| s.started(root, swap_start));
+    if let Some(server) = marks.as_mut() {
+        let (members, counters) = (set.clone(), counters.clone());
+        let served = server.serve(move |pid, stage| {
+            if !members.discover(&counters).iter().any(|m| m.pid == pid) {
+                return Err(format!("pid {pid} is not a process of this job"));
+            }
+            marks_to
+                .try_send(Wake::Mark(stage.to_string()))
+                .map_err(|_| "the guard is busy; mark again".to_string())
+        });
+        if let Err(e) = served {
+            sinks.each(|s| {
+                s.problem(&format!("stage marks are off: {e}"));
+                Ok(())
+            });
+        }
+    }
 
     let mut stop = None;
     let mut queue: VecDeque<Action> = VecDeque::new();
@@ -304,15 +346,23 @@ pub fn run(
             };
             if leader_gone && set.discover(counters).is_empty() {
                 queue.extend(engine.members_gone(job));
-            } else if wakes.recv_timeout(sampler.until_next()).is_err() {
-                let sample = sampler.tick();
-                // A leader the sample saw gone has exited: its status is there to reap, so
-                // the verdict keeps its exit code.
-                if let Some(exit) = spawned.as_mut().and_then(Spawned::reap) {
-                    engine.set_exit(job, exit);
+            } else {
+                match wakes.recv_timeout(sampler.until_next()) {
+                    Ok(Wake::Signal) => {}
+                    Ok(Wake::Mark(stage)) => {
+                        queue.extend(engine.mark(job, &stage, sampler.clock()))
+                    }
+                    Err(_) => {
+                        let sample = sampler.tick();
+                        // A leader the sample saw gone has exited: its status is there to reap, so
+                        // the verdict keeps its exit code.
+                        if let Some(exit) = spawned.as_mut().and_then(Spawned::reap) {
+                            engine.set_exit(job, exit);
+                        }
+                        sinks.each(|s| s.sample(&sample));
+                        queue.extend(engine.on_sample(&sample));
+                    }
                 }
-                sinks.each(|s| s.sample(&sample));
-                queue.extend(engine.on_sample(&sample));
             }
         }
         while let Some(action) = queue.pop_front() {
@@ -343,6 +393,7 @@ pub fn run(
     if let Some(spawned) = spawned.as_mut() {
         spawned.finish();
     }
+    drop(marks);
     Ok(Outcome {
         command,
         pid: root.pid,

@@ -25,6 +25,7 @@ use crate::policy::{
 };
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
+use crate::stages::{Reading, StageTracker};
 use crate::store::{ActiveGuard, FinishedJob};
 
 /// Default time between checks (and trace samples): `--poll`.
@@ -111,6 +112,8 @@ struct Job {
     exit: Option<EndReason>,
     /// The interval until this job's next check.
     check: Duration,
+    /// Its stages, as marked.
+    stages: StageTracker,
 }
 
 /// A job as the UI shows it.
@@ -178,8 +181,36 @@ impl Engine {
             growth_bytes: 0,
             ended_at: None,
             exit: None,
+            stages: StageTracker::new(Some(swap_now_bytes)),
         });
         self.next_id
+    }
+
+    /// A process of job `id` marked the start of `stage` at `since_start` on the sampler's
+    /// clock; returns the stage event (nothing once the job ended).
+    pub fn mark(&mut self, id: u64, stage: &str, since_start: Duration) -> Vec<Action> {
+        let Some(job) = self
+            .jobs
+            .iter_mut()
+            .find(|j| j.id == id && j.status == JobStatus::Running)
+        else {
+            return Vec::new();
+        };
+        let since = *job.started_since.get_or_insert(since_start);
+        let t = since_start.saturating_sub(since);
+        job.stages.mark(stage, t.as_secs_f64());
+        vec![job.notify(JobEvent::Stage {
+            stage: stage.to_string(),
+        })]
+    }
+
+    /// The job whose live members include `pid` (for a mark from that process).
+    pub fn job_of(&self, pid: u32, counters: &crate::counters::Counters) -> Option<u64> {
+        self.jobs
+            .iter()
+            .filter(|j| j.status == JobStatus::Running)
+            .find(|j| j.members.discover(counters).iter().any(|m| m.pid == pid))
+            .map(|j| j.id)
     }
 
     /// Removes a job (unguard / dismiss); never stops its processes. Returns its root.
@@ -423,6 +454,7 @@ impl Job {
             swap_used_bytes: system.swap_used_bytes,
             free_percent: system.free_percent,
             footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
+            compressed_bytes: system.compressed_bytes,
         };
         let guarded = self.spec.mode == JobMode::Guard;
         let growth = self.policy.growth_bytes(&obs);
@@ -439,6 +471,12 @@ impl Job {
         let mut cfg = self.spec.cfg.clone();
         cfg.lookahead = self.check;
         let stop = self.policy.observe(guarded.then_some(&cfg), &obs);
+        self.stages.observe(&Reading {
+            t_seconds: obs.t.as_secs_f64(),
+            swap_used_bytes: obs.swap_used_bytes,
+            footprint_bytes: obs.footprint_bytes,
+            free_percent: obs.free_percent,
+        });
         self.growth_bytes = self.policy.peak_growth_bytes();
         for event in self.events.observe(&cfg, guarded, growth, &obs) {
             // A warning "will be stopped at the budget" is stale when it is stopped now.
@@ -478,6 +516,10 @@ impl Job {
             .duration_since(self.started_at)
             .unwrap_or(verdict.duration);
         verdict.processes = self.members.ever();
+        if verdict.fits {
+            verdict.tight = self.policy.tightness(&self.spec.cfg);
+        }
+        verdict.stages = self.stages.stages().to_vec();
         self.verdict = Some(verdict.clone());
         self.status = JobStatus::Finished;
         self.ended_at = Some(SystemTime::now());

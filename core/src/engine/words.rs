@@ -22,6 +22,7 @@ pub fn line(event: &JobEvent, command: &str) -> String {
             format_bytes(*growth_bytes),
             format_bytes(*budget_bytes)
         ),
+        JobEvent::Stage { stage } => format!("stage {stage} begins"),
         JobEvent::Stopped { reason } => {
             format!("stopping {command}: {reason} (SIGTERM, SIGKILL after the grace period)")
         }
@@ -51,6 +52,7 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
                 format_bytes(*budget_bytes)
             ),
         ),
+        JobEvent::Stage { stage } => ("Stage".into(), format!("{short}: stage {stage} begins")),
         JobEvent::Stopped { reason } => ("Stopped a job".into(), format!("{short}: {reason}")),
         JobEvent::Finished { verdict } => (
             if verdict.fits {

@@ -1,0 +1,260 @@
+//! Stage marks from inside a job: how a job tells Headroom "the decode starts now".
+//!
+//! Each Headroom process that runs jobs (`headroom guard`, `headroom watch`) listens on a
+//! Unix socket of its own, `<state dir>/marks/<pid>.sock` (mode 0600); `guard` also passes
+//! its path to the command in [`MARK_ENV`]. The protocol is one JSON line each way:
+//!
+//! ```text
+//! → {"stage":"decode"}
+//! ← ok            (or: error: <why>)
+//! ```
+//!
+//! A mark is accepted only from a live member of the job: the server asks the kernel who
+//! connected (`counters::peer`) and looks that pid up among the job's members, so a process
+//! outside the job cannot mark it, whatever it sends. `headroom mark NAME` is the client for
+//! shell scripts; a program can write the line itself (the README has a three-line Python
+//! example).
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::counters::peer::peer_pid;
+
+/// The environment variable that holds the mark socket's path, for the job's processes.
+pub const MARK_ENV: &str = "HEADROOM_MARK";
+/// Longest stage name, bytes.
+pub const MAX_STAGE_BYTES: usize = 200;
+/// Longest request line read, bytes (a longer one is refused without reading on).
+const MAX_LINE_BYTES: usize = 1024;
+/// How long a client may take to send its line or read the answer.
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One mark line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MarkLine {
+    /// The stage that starts now.
+    pub stage: String,
+}
+
+/// A stage name, checked: not empty, at most [`MAX_STAGE_BYTES`], no control characters.
+pub fn check_stage(name: &str) -> Result<&str, String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() {
+        return Err("a stage name cannot be empty".into());
+    }
+    if trimmed.len() > MAX_STAGE_BYTES {
+        return Err(format!(
+            "a stage name is at most {MAX_STAGE_BYTES} bytes, not {}",
+            trimmed.len()
+        ));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err("a stage name cannot hold control characters".into());
+    }
+    Ok(trimmed)
+}
+
+/// The socket a process with pid `pid` listens on under `marks_dir`.
+pub fn socket_path(marks_dir: &Path, pid: u32) -> PathBuf {
+    marks_dir.join(format!("{pid}.sock"))
+}
+
+/// A listening mark socket; removed when dropped.
+#[derive(Debug)]
+pub struct MarkServer {
+    path: PathBuf,
+    listener: Option<UnixListener>,
+}
+
+impl MarkServer {
+    /// Listens on `socket_path(marks_dir, our pid)`, creating `marks_dir` (0700) and
+    /// replacing a stale socket of a dead process with our pid.
+    pub fn bind(marks_dir: &Path) -> io::Result<MarkServer> {
+        std::fs::create_dir_all(marks_dir)?;
+        std::fs::set_permissions(marks_dir, std::fs::Permissions::from_mode(0o700))?;
+        let path = socket_path(marks_dir, std::process::id());
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        Ok(MarkServer {
+            path,
+            listener: Some(listener),
+        })
+    }
+
+    /// The socket's path (for [`MARK_ENV`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Serves marks on a thread until the process ends: `accept(pid, stage)` says whether the
+    /// peer may mark (its error is sent back as the answer).
+    pub fn serve(
+        &mut self,
+        accept: impl Fn(u32, &str) -> Result<(), String> + Send + 'static,
+    ) -> io::Result<()> {
+        let Some(listener) = self.listener.take() else {
+            return Ok(());
+        };
+        std::thread::Builder::new()
+            .name("headroom-marks".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    if let Err(e) = answer(stream, &accept) {
+                        tracing::debug!(error = %e, "a mark connection failed");
+                    }
+                }
+            })?;
+        Ok(())
+    }
+}
+
+impl Drop for MarkServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Reads one line from `stream`, checks it and its sender, answers.
+fn answer(stream: UnixStream, accept: &impl Fn(u32, &str) -> Result<(), String>) -> io::Result<()> {
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let pid = peer_pid(&stream)?;
+    let mut line = Vec::new();
+    // At most one byte past the limit is read: a longer line is refused, not buffered.
+    let mut reader = BufReader::new(io::Read::take(&stream, MAX_LINE_BYTES as u64 + 1));
+    reader.read_until(b'\n', &mut line)?;
+    let verdict = if line.len() > MAX_LINE_BYTES {
+        Err(format!(
+            "the mark line is longer than {MAX_LINE_BYTES} bytes"
+        ))
+    } else {
+        serde_json::from_slice::<MarkLine>(&line)
+            .map_err(|e| format!("not a mark line ({e}): expected {{\"stage\":\"NAME\"}}"))
+            .and_then(|m| check_stage(&m.stage).map(str::to_string))
+            .and_then(|stage| accept(pid, &stage))
+    };
+    let mut out = &stream;
+    match verdict {
+        Ok(()) => out.write_all(b"ok\n"),
+        Err(why) => out.write_all(format!("error: {why}\n").as_bytes()),
+    }
+}
+
+/// Why a mark was not taken (the client's side).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MarkError {
+    /// Nothing listens at the path: the guard is gone (or never was).
+    #[error("no Headroom job listens at {}: {source}", path.display())]
+    Closed {
+        /// The socket path.
+        path: PathBuf,
+        /// Why the connection failed.
+        #[source]
+        source: io::Error,
+    },
+    /// The guard answered with an error.
+    #[error("{0}")]
+    Refused(String),
+    /// Sending or reading failed midway.
+    #[error("talking to {}: {source}", path.display())]
+    Io {
+        /// The socket path.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Sends a mark for `stage` to the socket at `path`; `Ok` once the guard took it.
+pub fn send_mark(path: &Path, stage: &str) -> Result<(), MarkError> {
+    let io_err = |source| MarkError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut stream = UnixStream::connect(path).map_err(|source| MarkError::Closed {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
+    stream.set_write_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
+    let mut line = serde_json::to_vec(&MarkLine {
+        stage: stage.to_string(),
+    })
+    .map_err(|e| io_err(io::Error::other(e)))?;
+    line.push(b'\n');
+    stream.write_all(&line).map_err(io_err)?;
+    let mut reply = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut reply)
+        .map_err(io_err)?;
+    match reply.trim_end() {
+        "ok" => Ok(()),
+        "" => Err(MarkError::Refused("the guard closed the connection".into())),
+        other => Err(MarkError::Refused(
+            other.strip_prefix("error: ").unwrap_or(other).to_string(),
+        )),
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn names_are_checked() {
+        assert_eq!(check_stage(" decode "), Ok("decode"));
+        assert!(check_stage("").is_err());
+        assert!(check_stage("   ").is_err());
+        assert!(check_stage(&"x".repeat(10_000)).is_err());
+        assert!(check_stage("a\u{7}b").is_err());
+        assert_eq!(check_stage(&"é".repeat(100)).map(str::len), Ok(200));
+    }
+
+    #[test]
+    fn a_mark_reaches_the_server_with_the_senders_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = MarkServer::bind(dir.path()).unwrap();
+        let path = server.path().to_path_buf();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let (tx, rx) = mpsc::channel();
+        server
+            .serve(move |pid, stage| {
+                if stage == "forbidden" {
+                    return Err("not in this job".into());
+                }
+                tx.send((pid, stage.to_string())).map_err(|e| e.to_string())
+            })
+            .unwrap();
+        send_mark(&path, "decode").unwrap();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+            (std::process::id(), "decode".to_string())
+        );
+        let refused = send_mark(&path, "forbidden").unwrap_err();
+        assert_eq!(refused.to_string(), "not in this job");
+        // A line that is not a mark, and one far too long, are refused with a reason.
+        for bad in [b"hello\n".to_vec(), vec![b'x'; 5000]] {
+            let mut s = UnixStream::connect(&path).unwrap();
+            s.write_all(&bad).unwrap();
+            let mut reply = String::new();
+            BufReader::new(&s).read_line(&mut reply).unwrap();
+            assert!(reply.starts_with("error: "), "{reply}");
+        }
+        drop(server);
+        assert!(!path.exists(), "the socket is removed with the server");
+        assert!(matches!(
+            send_mark(&path, "late"),
+            Err(MarkError::Closed { .. })
+        ));
+    }
+}
