@@ -333,13 +333,19 @@ fn faster_checks_near_the_budget_keep_one_clock_in_the_trace() {
         .collect();
     assert!(ts.len() >= 5, "{text}");
     // Samples keep the poll, except the reading behind each guard event, written with it.
-    let events = text.lines().filter(|l| l.contains(r#""type":"event""#)).count();
+    let events = text
+        .lines()
+        .filter(|l| l.contains(r#""type":"event""#))
+        .count();
     let mut short = 0;
     for w in ts.windows(2) {
         assert!(w[1] > w[0], "t went back: {} then {}\n{text}", w[0], w[1]);
         short += usize::from(w[1] - w[0] < 0.25);
     }
-    assert!(short <= events, "{short} samples closer than the poll, {events} events\n{text}");
+    assert!(
+        short <= events,
+        "{short} samples closer than the poll, {events} events\n{text}"
+    );
     let last = *ts.last().unwrap();
     assert!(
         last >= wall - 1.5 && last <= wall,
