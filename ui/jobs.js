@@ -18,13 +18,15 @@ function createRow(id, onUnguard) {
   const growth = el('span', { class: 'job-growth num' });
   const meter = el('div', { class: 'job-meter' }, growth);
   const verdict = el('div', { class: 'verdict' });
+  // The stages the job marked (`headroom mark`), with the swap each one added.
+  const stages = el('div', { class: 'job-stages' });
   const stateEl = el('span', { class: 'job-state' });
   const pid = el('span', { class: 'job-pid num' });
   const peak = el('span', { class: 'job-peak num' });
   const meta = el('div', { class: 'job-meta' }, stateEl, pid, peak);
   const row = el('li', { class: 'job', dataset: { id: String(id) } },
     el('div', { class: 'job-main' }, badge, command, unguard), meter, meta);
-  row.parts = { command, badge, unguard, meter, bar, fill, growth, verdict, meta, stateEl, pid, peak };
+  row.parts = { command, badge, unguard, meter, bar, fill, growth, verdict, stages, meta, stateEl, pid, peak };
   return row;
 }
 
@@ -76,6 +78,12 @@ function updateRow(row, job) {
     p.verdict.classList.toggle('fits', !!v.fits);
     p.verdict.classList.toggle('no-fit', !v.fits);
   }
+
+  const marked = job.stages ?? [];
+  if (!marked.length) p.stages.remove();
+  else if (!p.stages.parentNode) p.meta.before(p.stages);
+  setText(p.stages, marked.length ? `stages: ${marked.map((st) => (st.swap_growth_bytes > 0
+    ? `${st.name} ${formatSignedBytes(st.swap_growth_bytes)}` : st.name)).join(' · ')}` : '');
 
   setText(p.stateEl, stateWord(job.state));
   p.stateEl.dataset.state = job.state;

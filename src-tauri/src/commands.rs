@@ -116,6 +116,14 @@ pub struct UiJob {
     peak_footprint_bytes: Option<u64>,
     verdict: Option<UiVerdict>,
     read_only: bool,
+    stages: Vec<UiStage>,
+}
+
+/// A stage of a job as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct UiStage {
+    name: String,
+    swap_growth_bytes: u64,
 }
 
 /// A verdict as the page shows it.
@@ -149,6 +157,7 @@ impl UiJob {
                 text: verdict.to_string(),
             }),
             read_only: true,
+            stages: Vec::new(),
         }
     }
 }
@@ -176,6 +185,14 @@ fn ui_job(v: JobView) -> UiJob {
             text: verdict.to_string(),
         }),
         read_only: false,
+        stages: v
+            .stages
+            .iter()
+            .map(|s| UiStage {
+                name: s.stage.clone(),
+                swap_growth_bytes: s.swap_growth_bytes,
+            })
+            .collect(),
     }
 }
 

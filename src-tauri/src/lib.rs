@@ -6,6 +6,7 @@
 #[cfg(any(target_os = "macos", test))]
 mod cli_install;
 mod commands;
+mod marks;
 mod notify;
 mod persist;
 mod state;
@@ -67,6 +68,7 @@ pub fn run() {
             #[cfg(not(test))]
             tray::build(app.handle())?;
             ticker::start(app.handle().clone());
+            marks::serve(app.handle().clone());
             #[cfg(unix)]
             quit_on_signals(app.handle().clone());
             notify::report_startup_problems(app.handle());

@@ -38,6 +38,8 @@ pub struct AppState {
     pub store: Mutex<Option<headroom_core::store::Store>>,
     /// This boot's id, saved with each guard so none outlives a reboot.
     pub boot_id: String,
+    /// The stage-mark socket of jobs picked in the popover (`crate::marks`), if bound.
+    pub marks: Mutex<Option<headroom_core::marks::MarkServer>>,
     /// Panics caught in the job loop (logged; the loop goes on).
     pub panics: AtomicU64,
     /// Tests: the job loop panics on its next sample.
@@ -81,6 +83,9 @@ impl AppState {
         for set in monitor.jobs.tracked() {
             sampler.track(&set);
         }
+        let marks = headroom_core::marks::MarkServer::bind(&dirs.marks_dir())
+            .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
+            .ok();
         let boot_id = counters.boot_id().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "no boot id: guards will not be taken up after a restart");
             String::new()
@@ -97,6 +102,7 @@ impl AppState {
             startup_problems: Mutex::new(problems),
             store: Mutex::new(store),
             boot_id,
+            marks: Mutex::new(marks),
             panics: AtomicU64::new(0),
             #[cfg(test)]
             inject_panic: AtomicBool::new(false),

@@ -128,7 +128,8 @@ fn sync_tracking(state: &AppState, sample: &Sample) {
     }
 }
 
-fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
+/// Carries out one of the engine's actions.
+pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
     match action {
         Action::Notify {
             job_id,

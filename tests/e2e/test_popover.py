@@ -122,3 +122,37 @@ def test_a_second_start_hands_over_and_exits(driver):
     # The first instance still answers.
     free = wait_for(lambda: driver.find_element(By.ID, "free-percent").text.strip(), what="free % after")
     assert re.search(r"\d", free), free
+
+
+def test_a_watched_job_shows_its_stages(driver, rig, notifications):
+    """examples/stages.py watched from its row: it marks load, work and decode through
+    `headroom mark` (no $HEADROOM_MARK: the app is the watcher), its row lists the stages, and
+    the verdict notification names the stage that grew swap."""
+    env = dict(os.environ, PATH=os.path.join(TARGET, "debug") + ":" + os.environ["PATH"])
+    env.pop("HEADROOM_MARK", None)
+    script = os.path.join(ROOT, "examples/stages.py")
+    proc = subprocess.Popen(rig.wrap(["python3", script, "20", "30", "250", "--hold", "2", "--delay", "6"]),
+                            env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        search = driver.find_element(By.ID, "search")
+        search.clear()
+        search.send_keys("stages.py")
+        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{proc.pid}']"),
+                       what="the job's row")
+        row.find_element(By.CSS_SELECTOR, "[data-action='watch']").click()
+        job = wait_for(lambda: [j for j in driver.find_elements(By.CSS_SELECTOR, "#jobs .job")
+                                if "stages.py" in j.get_attribute("textContent")
+                                and j.get_attribute("data-mode") == "watch"], what="the watch row")[0]
+        assert proc.wait(60) == 0
+        stages = wait_for(lambda: job.find_element(By.CSS_SELECTOR, ".job-stages").get_attribute("textContent"),
+                          timeout=30, what="the stages in the row")
+        assert "load" in stages and "work" in stages and "decode" in stages, stages
+        # (The notification shortens the command, so it is found by its stage words.)
+        verdict = wait_for(lambda: [n for n in notifications() if "(decode +" in n["body"]],
+                           timeout=30, what="a verdict notification naming decode")
+        assert "doesn't fit" in verdict[0]["body"], verdict
+        shot(driver, "popover-stages.png")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

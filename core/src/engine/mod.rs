@@ -25,7 +25,7 @@ use crate::policy::{
 };
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
-use crate::stages::{Reading, StageTracker};
+use crate::stages::{Reading, StageFigures, StageTracker};
 use crate::store::{ActiveGuard, FinishedJob};
 
 /// Default time between checks (and trace samples): `--poll`.
@@ -139,6 +139,8 @@ pub struct JobView {
     pub verdict: Option<Verdict>,
     /// When it was picked, ms since the epoch.
     pub started_at_ms: i64,
+    /// Its stages so far, as its processes marked them.
+    pub stages: Vec<StageFigures>,
 }
 
 /// Every job of one process (the app's, or the one job of a CLI run).
@@ -387,6 +389,7 @@ impl Engine {
                 peak_footprint_bytes: j.verdict.as_ref().and_then(|v| v.peak_footprint_bytes),
                 verdict: j.verdict.clone(),
                 started_at_ms: unix_ms(j.started_at),
+                stages: j.stages.stages().to_vec(),
             })
             .collect()
     }

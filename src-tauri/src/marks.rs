@@ -1,0 +1,43 @@
+//! Stage marks from jobs picked in the popover: the app listens on its own mark socket
+//! (`headroom_core::marks`), and a mark from a process of one of its running jobs starts a
+//! stage of that job. The kernel says who is marking; a process of no job is refused.
+
+use tauri::{AppHandle, Manager, Runtime};
+
+use crate::state::{lock, AppState};
+
+/// Starts serving the app's mark socket, if it could be bound at start.
+pub fn serve<R: Runtime>(app: AppHandle<R>) {
+    let Some(state) = app.try_state::<AppState>() else {
+        return;
+    };
+    let mut server = lock(&state.marks);
+    let Some(server) = server.as_mut() else {
+        return;
+    };
+    let handle = app.clone();
+    if let Err(e) = server.serve(move |pid, stage| mark(&handle, pid, stage)) {
+        tracing::warn!(error = %e, "stage marks are off");
+    }
+}
+
+/// A mark from `pid`: a stage of the running job it belongs to.
+fn mark<R: Runtime>(app: &AppHandle<R>, pid: u32, stage: &str) -> Result<(), String> {
+    let state = app
+        .try_state::<AppState>()
+        .ok_or_else(|| "Headroom is shutting down".to_string())?;
+    let clock = state.sampler.clock();
+    let actions = {
+        let mut monitor = lock(&state.monitor);
+        let job = monitor
+            .jobs
+            .job_of(pid, &state.counters)
+            .ok_or_else(|| format!("pid {pid} is not a process of a job Headroom watches"))?;
+        monitor.jobs.mark(job, stage, clock)
+    };
+    tracing::info!(pid, stage, "stage marked");
+    for action in actions {
+        crate::ticker::carry_out(app, action);
+    }
+    Ok(())
+}
