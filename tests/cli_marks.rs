@@ -175,3 +175,21 @@ fn a_watched_job_marks_through_the_watch() {
         .collect();
     assert_eq!(stages, ["first", "second"], "{v}");
 }
+
+#[test]
+fn trace_plot_labels_each_stage_with_the_swap_it_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("qwen.svg");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/core/tests/fixtures/macos-traces/qwen-image-2026-10-06/eager-1.trace.jsonl"
+    );
+    let (c, _, err) = run(&["trace", "plot", fixture, "-o", svg.to_str().unwrap()]);
+    assert_eq!(c, Some(0), "{err}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("\ndecode +"), "no growth on the decode label");
+    assert!(
+        text.contains("\nencode\n"),
+        "a stage that added nothing keeps its name alone"
+    );
+}

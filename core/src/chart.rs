@@ -277,7 +277,15 @@ fn draw_trace<DB: DrawingBackend>(
         row = if x <= prev_end { row + 1 } else { 0 };
         prev_end = x + i32::try_from(w).unwrap_or(0) + px(8.0) as i32;
         let dy = px(4.0) as i32 + row * (i32::try_from(h).unwrap_or(0) + 4);
-        let text = Text::new(name.clone(), (px(4.0) as i32, dy), label.clone());
+        // Near the right edge the name goes left of its line, off the axis labels.
+        let right = chart.plotting_area().get_pixel_range().0.end;
+        let w = i32::try_from(w).unwrap_or(0);
+        let dx = if x + w + px(8.0) as i32 > right {
+            -w - px(4.0) as i32
+        } else {
+            px(4.0) as i32
+        };
+        let text = Text::new(name.clone(), (dx, dy), label.clone());
         chart.draw_series(std::iter::once(EmptyElement::at((*t, y_max)) + text))?;
     }
 

@@ -90,7 +90,7 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            super::plot::write_trace_chart(&trace, &stage_windows(&trace), &title, output)?;
+            super::plot::write_trace_chart(&trace, &stage_labels(&trace), &title, output)?;
             eprintln!("headroom: wrote {}", output.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -122,6 +122,29 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
             }))
         }
     }
+}
+
+/// Stage starts for the chart, each named with the swap it added when that passed the
+/// default fits tolerance: `decode +6.3 GB`.
+fn stage_labels(trace: &Trace) -> Vec<(String, f64)> {
+    let tolerance = headroom_core::policy::GuardConfig::default().fits_tolerance_bytes;
+    let figures = summarize(trace).map(|s| s.stage_swap).unwrap_or_default();
+    stage_windows(trace)
+        .into_iter()
+        .map(|(name, t)| {
+            let grew = figures
+                .iter()
+                .filter(|f| f.stage == name)
+                .map(|f| f.swap_growth_bytes)
+                .max()
+                .filter(|&g| g > tolerance);
+            let label = match grew {
+                Some(g) => format!("{name} {}", format_delta_bytes(g as i64)),
+                None => name,
+            };
+            (label, t)
+        })
+        .collect()
 }
 
 /// The trace's sampling interval (its `start` record), default 0.5 s.
