@@ -336,7 +336,10 @@ check('settings: load, field error by prefix, save', async (page) => {
   await page.click('#settings-save');
   await page.waitFor(() => document.querySelector('#settings-status').textContent === 'Saved');
   const saved = await page.eval(() => window.__mock.settings);
-  assert.deepEqual(saved, { sample_interval: '0.5s', notify_step: '512M', default_swap_budget: '12G', default_kill_free: '10', launch_at_login: true });
+  assert.deepEqual(saved, {
+    sample_interval: '0.5s', notify_step: '512M', default_swap_budget: '12G', default_kill_free: '10',
+    tight_compressed: '2G', tight_free: '20', launch_at_login: true,
+  });
   await page.click('#settings-back');
   await page.waitFor(() => !document.querySelector('#main-view').hidden);
   // The guard form now defaults to the saved budget.

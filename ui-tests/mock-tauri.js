@@ -55,7 +55,7 @@
       { id: 'job-3', pid: 3650, command: 'python train.py --epochs 3', mode: 'watch', state: 'finished', swap_growth_bytes: 0, swap_budget_bytes: null, peak_footprint_bytes: 6.1 * GB, verdict: { fits: true, text: 'fits' }, read_only: false },
     ],
     settings: {
-      sample_interval: '0.5s', notify_step: '512M', default_swap_budget: '8G', default_kill_free: '10', launch_at_login: false,
+      sample_interval: '0.5s', notify_step: '512M', default_swap_budget: '8G', default_kill_free: '10', tight_compressed: '2G', tight_free: '20', launch_at_login: false,
     },
     nextJobId: 8,
   };

@@ -16,9 +16,14 @@ const FIELDS = {
     id: 'set-default-kill-free',
     names: ['default kill free', 'default free memory floor', 'free memory floor', 'kill free'],
   },
+  tight_compressed: {
+    id: 'set-tight-compressed',
+    names: ['tight compressed growth', 'tight compressed'],
+  },
+  tight_free: { id: 'set-tight-free', names: ['tight free floor', 'tight free'] },
   launch_at_login: { id: 'set-launch-at-login', names: ['launch at login'] },
 };
-const TEXT_KEYS = ['sample_interval', 'notify_step', 'default_swap_budget'];
+const TEXT_KEYS = ['sample_interval', 'notify_step', 'default_swap_budget', 'tight_compressed', 'tight_free'];
 
 let current = null; // the settings last loaded or saved
 let dirty = false; // edited since the form was last filled: a late load must not overwrite

@@ -7,6 +7,8 @@
 //! notify_step = "512M"
 //! default_swap_budget = "8G"
 //! default_kill_free = 10
+//! tight_compressed = "2G"
+//! tight_free = 20
 //! launch_at_login = false
 //! ```
 //!
@@ -45,6 +47,10 @@ pub struct Settings {
     pub default_swap_budget_bytes: u64,
     /// Free-memory floor of a new guard, percent (10).
     pub default_kill_free_percent: f64,
+    /// A job that fits is "tight" when compressed memory grew more than this (2 GiB).
+    pub tight_compressed_bytes: u64,
+    /// A job that fits is "tight" when free memory fell under this, percent (20).
+    pub tight_free_percent: f64,
     /// Start the menu-bar app at login (false).
     pub launch_at_login: bool,
 }
@@ -56,6 +62,8 @@ impl Default for Settings {
             notify_step_bytes: 512 << 20,
             default_swap_budget_bytes: 8 << 30,
             default_kill_free_percent: 10.0,
+            tight_compressed_bytes: GuardConfig::default().tight_compressed_bytes,
+            tight_free_percent: GuardConfig::default().tight_free_percent,
             launch_at_login: false,
         }
     }
@@ -73,6 +81,10 @@ pub enum SettingsField {
     DefaultSwapBudget,
     /// `default_kill_free`.
     DefaultKillFree,
+    /// `tight_compressed`.
+    TightCompressed,
+    /// `tight_free`.
+    TightFree,
     /// `launch_at_login`.
     LaunchAtLogin,
 }
@@ -85,6 +97,8 @@ impl SettingsField {
             SettingsField::NotifyStep => "notify_step",
             SettingsField::DefaultSwapBudget => "default_swap_budget",
             SettingsField::DefaultKillFree => "default_kill_free",
+            SettingsField::TightCompressed => "tight_compressed",
+            SettingsField::TightFree => "tight_free",
             SettingsField::LaunchAtLogin => "launch_at_login",
         }
     }
@@ -96,6 +110,8 @@ impl SettingsField {
             SettingsField::NotifyStep => "notification step",
             SettingsField::DefaultSwapBudget => "default swap budget",
             SettingsField::DefaultKillFree => "default free-memory floor",
+            SettingsField::TightCompressed => "tight compressed growth",
+            SettingsField::TightFree => "tight free floor",
             SettingsField::LaunchAtLogin => "launch at login",
         }
     }
@@ -233,6 +249,8 @@ impl Settings {
             .map_err(field(SettingsField::DefaultSwapBudget))?;
         check_percent(self.default_kill_free_percent)
             .map_err(field(SettingsField::DefaultKillFree))?;
+        check_size(self.tight_compressed_bytes).map_err(field(SettingsField::TightCompressed))?;
+        check_percent(self.tight_free_percent).map_err(field(SettingsField::TightFree))?;
         Ok(())
     }
 
@@ -248,6 +266,8 @@ impl Settings {
             swap_budget_bytes: self.default_swap_budget_bytes,
             kill_free_percent: self.default_kill_free_percent,
             notify_step_bytes: self.notify_step_bytes,
+            tight_compressed_bytes: self.tight_compressed_bytes,
+            tight_free_percent: self.tight_free_percent,
             ..GuardConfig::default()
         }
     }
@@ -264,6 +284,12 @@ pub struct SettingsUpdate {
     pub default_swap_budget: String,
     /// Default free-memory floor, percent, e.g. `10` or `10%`.
     pub default_kill_free: String,
+    /// "Tight" past this compressed growth, e.g. `2G` (a form without it keeps the default).
+    #[serde(default = "default_tight_compressed")]
+    pub tight_compressed: String,
+    /// "Tight" under this free %, e.g. `20` (a form without it keeps the default).
+    #[serde(default = "default_tight_free")]
+    pub tight_free: String,
     /// Start at login.
     pub launch_at_login: bool,
 }
@@ -275,6 +301,8 @@ impl From<&Settings> for SettingsUpdate {
             notify_step: format_size(s.notify_step_bytes),
             default_swap_budget: format_size(s.default_swap_budget_bytes),
             default_kill_free: format!("{}", s.default_kill_free_percent),
+            tight_compressed: format_size(s.tight_compressed_bytes),
+            tight_free: format!("{}", s.tight_free_percent),
             launch_at_login: s.launch_at_login,
         }
     }
@@ -295,9 +323,23 @@ impl SettingsUpdate {
                 .map_err(|e| e.to_string())
                 .and_then(check_percent)
                 .map_err(field(SettingsField::DefaultKillFree))?,
+            tight_compressed_bytes: parse_size(&self.tight_compressed)
+                .map_err(field(SettingsField::TightCompressed))?,
+            tight_free_percent: parse_percent(&self.tight_free)
+                .map_err(|e| e.to_string())
+                .and_then(check_percent)
+                .map_err(field(SettingsField::TightFree))?,
             launch_at_login: self.launch_at_login,
         })
     }
+}
+
+fn default_tight_compressed() -> String {
+    format_size(Settings::default().tight_compressed_bytes)
+}
+
+fn default_tight_free() -> String {
+    format!("{}", Settings::default().tight_free_percent)
 }
 
 /// A duration as the file writes it: `0.5s`, `2s`, `0.125s`.

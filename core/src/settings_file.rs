@@ -14,17 +14,14 @@ use crate::units::parse_percent;
 /// The text of `settings.toml` for `settings`, with a comment on the units.
 pub(super) fn to_toml(settings: &Settings) -> Result<String, toml::ser::Error> {
     let form = SettingsUpdate::from(settings);
-    let percent = settings.default_kill_free_percent;
-    let kill_free = if percent.fract() == 0.0 && percent.abs() < 1e15 {
-        toml::Value::Integer(percent as i64)
-    } else {
-        toml::Value::Float(percent)
-    };
+    let kill_free = number(settings.default_kill_free_percent);
     let file = FileOut {
         sample_interval: form.sample_interval,
         notify_step: form.notify_step,
         default_swap_budget: form.default_swap_budget,
         default_kill_free: kill_free,
+        tight_compressed: form.tight_compressed,
+        tight_free: number(settings.tight_free_percent),
         launch_at_login: settings.launch_at_login,
     };
     Ok(format!(
@@ -34,6 +31,15 @@ pub(super) fn to_toml(settings: &Settings) -> Result<String, toml::ser::Error> {
     ))
 }
 
+/// A percent as TOML: an integer when it is whole (`10`), else a float (`12.5`).
+fn number(percent: f64) -> toml::Value {
+    if percent.fract() == 0.0 && percent.abs() < 1e15 {
+        toml::Value::Integer(percent as i64)
+    } else {
+        toml::Value::Float(percent)
+    }
+}
+
 /// The file as written: human strings.
 #[derive(Serialize)]
 struct FileOut {
@@ -41,6 +47,8 @@ struct FileOut {
     notify_step: String,
     default_swap_budget: String,
     default_kill_free: toml::Value,
+    tight_compressed: String,
+    tight_free: toml::Value,
     launch_at_login: bool,
 }
 
@@ -56,15 +64,21 @@ struct FileIn {
     default_swap_budget: Option<u64>,
     #[serde(default, deserialize_with = "de_percent")]
     default_kill_free: Option<f64>,
+    #[serde(default, deserialize_with = "de_size")]
+    tight_compressed: Option<u64>,
+    #[serde(default, deserialize_with = "de_percent")]
+    tight_free: Option<f64>,
     #[serde(default)]
     launch_at_login: Option<bool>,
 }
 
-const KNOWN_KEYS: [&str; 5] = [
+const KNOWN_KEYS: [&str; 7] = [
     "sample_interval",
     "notify_step",
     "default_swap_budget",
     "default_kill_free",
+    "tight_compressed",
+    "tight_free",
     "launch_at_login",
 ];
 
@@ -104,6 +118,8 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Settings, (Option<usize>, String)> {
         default_kill_free_percent: file
             .default_kill_free
             .unwrap_or(d.default_kill_free_percent),
+        tight_compressed_bytes: file.tight_compressed.unwrap_or(d.tight_compressed_bytes),
+        tight_free_percent: file.tight_free.unwrap_or(d.tight_free_percent),
         launch_at_login: file.launch_at_login.unwrap_or(d.launch_at_login),
     })
 }

@@ -43,6 +43,8 @@ fn save_and_load_round_trip() {
         notify_step_bytes: 3 << 29,
         default_swap_budget_bytes: 12 << 30,
         default_kill_free_percent: 12.5,
+        tight_compressed_bytes: 3 << 30,
+        tight_free_percent: 15.0,
         launch_at_login: true,
     };
     settings.save(&path).unwrap();
@@ -52,6 +54,10 @@ fn save_and_load_round_trip() {
     let text = fs::read_to_string(&path).unwrap();
     assert!(text.contains("notify_step = \"1536M\""), "{text}");
     assert!(text.contains("default_kill_free = 12.5"), "{text}");
+    assert!(text.contains("tight_compressed = \"3G\""), "{text}");
+    assert!(text.contains("tight_free = 15\n"), "{text}");
+    assert_eq!(loaded.guard_config().tight_compressed_bytes, 3 << 30);
+    assert_eq!(loaded.guard_config().tight_free_percent, 15.0);
     assert!(corrupt_files(path.parent().unwrap()).is_empty());
 }
 
@@ -249,4 +255,30 @@ fn sizes_and_intervals_format_exactly() {
         let d = Duration::from_millis(ms);
         assert_eq!(parse_interval(&format_interval(d)), Ok(d), "{ms} ms");
     }
+}
+
+#[test]
+fn tight_thresholds_are_validated_by_field_and_optional_in_a_form() {
+    let mut form = SettingsUpdate::from(&Settings::default());
+    assert_eq!(form.tight_compressed, "2G");
+    assert_eq!(form.tight_free, "20");
+    form.tight_compressed = "lots".into();
+    let e = form.validate().unwrap_err();
+    assert_eq!(e.field, SettingsField::TightCompressed);
+    assert!(e.to_string().starts_with("tight compressed growth:"), "{e}");
+    form.tight_compressed = "1G".into();
+    form.tight_free = "120".into();
+    assert_eq!(form.validate().unwrap_err().field, SettingsField::TightFree);
+    // A page that does not send them keeps the defaults.
+    let json = serde_json::json!({
+        "sample_interval": "0.5s", "notify_step": "512M", "default_swap_budget": "8G",
+        "default_kill_free": "10", "launch_at_login": false
+    });
+    let older: SettingsUpdate = serde_json::from_value(json).unwrap();
+    let s = older.validate().unwrap();
+    assert_eq!(
+        s.tight_compressed_bytes,
+        Settings::default().tight_compressed_bytes
+    );
+    assert_eq!(s.tight_free_percent, 20.0);
 }
