@@ -280,8 +280,9 @@ impl Sink for Publisher {
     }
 
     fn sample(&mut self, sample: &Sample) -> io::Result<()> {
-        let before = self.file.clone();
+        let mut changed = false;
         if let Some(file) = self.file.as_mut() {
+            let before = (file.swap_growth_bytes, file.peak_footprint_bytes);
             if let Some(system) = &sample.system {
                 let growth = system.swap_used_bytes.saturating_sub(file.swap_start_bytes);
                 file.swap_growth_bytes = file.swap_growth_bytes.max(growth);
@@ -294,9 +295,10 @@ impl Sink for Publisher {
             if let Some(f) = footprint {
                 file.peak_footprint_bytes = Some(file.peak_footprint_bytes.map_or(f, |p| p.max(f)));
             }
+            changed = before != (file.swap_growth_bytes, file.peak_footprint_bytes);
         }
         // Nothing new, nothing written: a steady job costs no disk writes.
-        if self.file != before {
+        if changed {
             self.write(false);
         }
         Ok(())

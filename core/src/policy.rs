@@ -520,9 +520,8 @@ impl JobState {
         );
         self.last_t = self.last_t.max(obs.t);
         if let Some(c) = obs.compressed_bytes {
-            let (start, peak) = self.compressed_start_peak.get_or_insert((c, c));
+            let (_, peak) = self.compressed_start_peak.get_or_insert((c, c));
             *peak = (*peak).max(c);
-            let _ = start;
         }
         let window = cfg.map_or(Duration::ZERO, |c| c.lookahead);
         let rate = self.swap_rate(obs, window);

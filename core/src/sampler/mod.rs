@@ -172,26 +172,14 @@ struct Shared {
     state: Mutex<State>,
 }
 
+#[derive(Debug)]
 struct State {
     interval: Duration,
     tracked: Vec<MemberSet>,
-    subscribers: Vec<Subscriber>,
+    subscribers: Vec<SyncSender<Arc<Sample>>>,
     /// Bumped when the interval changes so the loop restarts its schedule.
     generation: u64,
 }
-
-impl std::fmt::Debug for State {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("State")
-            .field("interval", &self.interval)
-            .field("tracked", &self.tracked)
-            .field("subscribers", &self.subscribers.len())
-            .finish()
-    }
-}
-
-/// Receives each sample; returns false once it wants no more.
-type Subscriber = Box<dyn FnMut(&Arc<Sample>) -> bool + Send>;
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -235,22 +223,8 @@ impl Sampler {
     /// hundred samples behind misses samples rather than blocking the loop.
     pub fn subscribe(&self) -> Receiver<Arc<Sample>> {
         let (tx, rx) = mpsc::sync_channel(SUBSCRIBER_BACKLOG);
-        self.subscribe_with(tx, |sample| sample);
+        lock(&self.shared.state).subscribers.push(tx);
         rx
-    }
-
-    /// Sends every following sample, wrapped by `wrap`, into `tx`: one channel can then carry
-    /// samples and other wake-ups (the job driver's). Like [`Sampler::subscribe`], a full
-    /// channel misses samples rather than blocking the loop.
-    pub fn subscribe_with<T: Send + 'static>(&self, tx: SyncSender<T>, wrap: fn(Arc<Sample>) -> T) {
-        let send: Subscriber =
-            Box::new(
-                move |sample: &Arc<Sample>| match tx.try_send(wrap(Arc::clone(sample))) {
-                    Ok(()) | Err(TrySendError::Full(_)) => true,
-                    Err(TrySendError::Disconnected(_)) => false,
-                },
-            );
-        lock(&self.shared.state).subscribers.push(send);
     }
 
     /// Tracks a job's members from the next tick on (once per set).
@@ -372,7 +346,12 @@ fn run_loop(shared: &Shared, counters: &Counters) {
 
 fn publish(shared: &Shared, sample: &Arc<Sample>) {
     let mut state = lock(&shared.state);
-    state.subscribers.retain_mut(|send| send(sample));
+    state
+        .subscribers
+        .retain(|tx| match tx.try_send(Arc::clone(sample)) {
+            Ok(()) | Err(TrySendError::Full(_)) => true,
+            Err(TrySendError::Disconnected(_)) => false,
+        });
 }
 
 #[cfg(test)]
