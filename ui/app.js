@@ -171,7 +171,8 @@ async function refreshChart() {
     if (typeof svg !== 'string' || !/^\s*(<\?xml[^>]*>\s*)?<svg[\s>]/i.test(svg)) {
       throw new Error('the chart is not SVG markup');
     }
-    // The only HTML the page injects: SVG rendered by Rust (plotters), never user text.
+    // The only HTML the page injects: SVG rendered by Rust (plotters), which escapes its text
+    // (stage names are the job's own words; core's chart tests check the escaping).
     if (svg !== state.chartSvg || chart.dataset.state !== 'ok') {
       chart.innerHTML = svg;
       fitSvg(chart);

@@ -265,29 +265,18 @@ fn draw_trace<DB: DrawingBackend>(
     };
     let mut chart = frame.draw(&plot_area)?;
 
-    // Stage starts: dashed lines, names along the top, a row lower while they would touch.
-    let label = font(px(14.0), text);
-    let (mut row, mut prev_end) = (0, i32::MIN);
-    for (name, t) in stages.iter().filter(|(_, t)| (t0..=t1).contains(t)) {
-        let style = muted.stroke_width(px(1.5) as u32);
-        let line = DashedPathElement::new([(*t, 0.0), (*t, y_max)], px(6.0), px(4.0), style);
-        chart.draw_series(std::iter::once(line))?;
-        let x = chart.backend_coord(&(*t, y_max)).0;
-        let (w, h) = plot_area.estimate_text_size(name, &label)?;
-        row = if x <= prev_end { row + 1 } else { 0 };
-        prev_end = x + i32::try_from(w).unwrap_or(0) + px(8.0) as i32;
-        let dy = px(4.0) as i32 + row * (i32::try_from(h).unwrap_or(0) + 4);
-        // Near the right edge the name goes left of its line, off the axis labels.
-        let right = chart.plotting_area().get_pixel_range().0.end;
-        let w = i32::try_from(w).unwrap_or(0);
-        let dx = if x + w + px(8.0) as i32 > right {
-            -w - px(4.0) as i32
-        } else {
-            px(4.0) as i32
-        };
-        let text = Text::new(name.clone(), (dx, dy), label.clone());
-        chart.draw_series(std::iter::once(EmptyElement::at((*t, y_max)) + text))?;
-    }
+    let marks: Vec<_> = stages
+        .iter()
+        .filter(|(_, t)| (t0..=t1).contains(t))
+        .collect();
+    let marks = StageLines {
+        marks: &marks,
+        y_max,
+        color: muted,
+        label: font(px(14.0), text),
+        px: k,
+    };
+    marks.draw(&mut chart, &plot_area)?;
 
     let level = samples.iter().map(|s| (s.t, s.level));
     let free_style = free.mix(0.85).stroke_width(px(2.0) as u32);
@@ -301,6 +290,50 @@ fn draw_trace<DB: DrawingBackend>(
 }
 
 type Xy = Cartesian2d<RangedCoordf64, RangedCoordf64>;
+
+/// Stage starts drawn as dashed lines with their names along the top (a row lower while
+/// names would touch; near the right edge a name goes left of its line).
+struct StageLines<'s> {
+    /// (name, x) of each line inside the x range.
+    marks: &'s [&'s (String, f64)],
+    y_max: f64,
+    color: RGBColor,
+    label: TextStyle<'static>,
+    /// Scale of line widths and gaps (1.0 = a 700 px tall trace chart).
+    px: f64,
+}
+
+impl StageLines<'_> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        chart: &mut DualCoordChartContext<'_, DB, Xy, Xy>,
+        area: &DrawingArea<DB, Shift>,
+    ) -> Result<(), ChartError> {
+        let px = |v: f64| v * self.px;
+        let (mut row, mut prev_end) = (0, i32::MIN);
+        let y_max = self.y_max;
+        for (name, t) in self.marks.iter().map(|m| (&m.0, m.1)) {
+            let style = self.color.stroke_width(px(1.5).max(1.0) as u32);
+            let line = DashedPathElement::new([(t, 0.0), (t, y_max)], px(6.0), px(4.0), style);
+            chart.draw_series(std::iter::once(line))?;
+            let x = chart.backend_coord(&(t, y_max)).0;
+            let (w, h) = area.estimate_text_size(name, &self.label)?;
+            let (w, h) = (i32::try_from(w).unwrap_or(0), i32::try_from(h).unwrap_or(0));
+            row = if x <= prev_end { row + 1 } else { 0 };
+            prev_end = x + w + px(8.0) as i32;
+            let dy = px(4.0) as i32 + row * (h + 4);
+            let right = chart.plotting_area().get_pixel_range().0.end;
+            let dx = if x + w + px(8.0) as i32 > right {
+                -w - px(4.0) as i32
+            } else {
+                px(4.0) as i32
+            };
+            let text = Text::new(name.clone(), (dx, dy), self.label.clone());
+            chart.draw_series(std::iter::once(EmptyElement::at((t, y_max)) + text))?;
+        }
+        Ok(())
+    }
+}
 
 /// Plot area and axes of both charts: GB on the left, free % (0–100) on the right.
 struct Frame<'s> {
@@ -380,6 +413,9 @@ pub struct HistoryChartOptions {
     pub transparent: bool,
     /// The time labelled "now", ms since the Unix epoch; default: the last point's.
     pub now_ms: Option<i64>,
+    /// Stage starts of watched jobs: (label, ms since the Unix epoch), drawn as dashed
+    /// lines; those outside the chart's time span are left out.
+    pub stages: Vec<(String, i64)>,
 }
 
 impl Default for HistoryChartOptions {
@@ -390,9 +426,13 @@ impl Default for HistoryChartOptions {
             dark: false,
             transparent: false,
             now_ms: None,
+            stages: Vec::new(),
         }
     }
 }
+
+/// How far past the latest reading a stage mark may be and still be drawn (at "now").
+const MARK_AHEAD_S: f64 = 10.0;
 
 /// Legend labels of the history series, in [`Metric`] order.
 const HISTORY_LABELS: [&str; 4] = ["free %", "swap", "compressed", "footprint"];
@@ -431,12 +471,13 @@ fn draw_history<DB: DrawingBackend>(
         _ => (3600.0, "h"),
     };
     let x0 = -span_s / unit_s;
+    let x_of = |ms: i64| (ms - now_ms) as f64 / 1000.0 / unit_s;
     // Per metric, the runs of present values: a missing value breaks the line.
     let series: Vec<Vec<Vec<(f64, f64)>>> = Metric::ALL
         .iter()
         .map(|&m| {
             let scale = if m == Metric::FreePercent { 1.0 } else { GB };
-            let x = |p: &Point| (p.start_ms - now_ms) as f64 / 1000.0 / unit_s;
+            let x = |p: &Point| x_of(p.start_ms);
             let xy = |p: &Point| (x(p), f64::from(p.get(m).mean) / scale);
             let runs = points.split(|p| p.get(m).is_empty() || !p.get(m).mean.is_finite());
             runs.filter(|r| !r.is_empty())
@@ -478,6 +519,23 @@ fn draw_history<DB: DrawingBackend>(
         let at = EmptyElement::at((x0 / 2.0, y_max / 2.0));
         chart.draw_series(std::iter::once(at + text))?;
     }
+    let marks: Vec<(String, f64)> = opts
+        .stages
+        .iter()
+        .map(|(name, ms)| (name.clone(), x_of(*ms)))
+        // A mark made since the latest reading (a poll ago at most) is drawn at "now".
+        .filter(|(_, x)| (x0..=MARK_AHEAD_S / unit_s).contains(x))
+        .map(|(name, x)| (name, x.min(0.0)))
+        .collect();
+    let marks: Vec<_> = marks.iter().collect();
+    let lines = StageLines {
+        marks: &marks,
+        y_max,
+        color: pal.get(MUTED),
+        label: font(9.0, pal.get(TEXT)),
+        px: 0.7,
+    };
+    lines.draw(&mut chart, &plot_area)?;
     for (m, runs) in Metric::ALL.iter().zip(&series) {
         let free = *m == Metric::FreePercent;
         let style = pal.line(*m).stroke_width(if free { 1 } else { 2 });

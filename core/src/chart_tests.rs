@@ -234,6 +234,40 @@ fn history_chart_omits_series_without_data_and_has_dark_palette() {
 }
 
 #[test]
+fn history_chart_marks_stages_inside_its_span() {
+    let points = day_of_points();
+    let last_ms = points.last().unwrap().start_ms;
+    let first_ms = points.first().unwrap().start_ms;
+    let opts = HistoryChartOptions {
+        stages: vec![
+            ("before the span".into(), first_ms - 60_000),
+            ("load".into(), last_ms - 3_600_000),
+            ("decode +6.3 GB".into(), last_ms - 60_000),
+            ("<img src=x onerror=alert(1)>".into(), last_ms - 30_000),
+        ],
+        ..HistoryChartOptions::default()
+    };
+    let svg = history_chart_svg(&points, &opts).unwrap();
+    assert!(has_text(&svg, "load"), "a stage inside the span is named");
+    assert!(has_text(&svg, "decode +6.3 GB"));
+    assert!(
+        !has_text(&svg, "before the span"),
+        "outside the span: left out"
+    );
+    // Stage names are the job's text and the page injects this SVG: markup is escaped.
+    assert!(!svg.contains("<img"), "a stage name is never markup");
+    assert!(has_text(&svg, "&lt;img src=x onerror=alert(1)&gt;"));
+    // plotters draws each dash as its own short muted polyline.
+    let dashes = |svg: &str| polylines_in(svg, "#6E6E73");
+    let plain = history_chart_svg(&points, &HistoryChartOptions::default()).unwrap();
+    let added = dashes(&svg) - dashes(&plain);
+    assert!(
+        (3 * 10..3 * 40).contains(&added),
+        "three dashed lines over the plot's height: {added} dashes"
+    );
+}
+
+#[test]
 fn empty_history_draws_placeholder() {
     let svg = history_chart_svg(&[], &HistoryChartOptions::default()).unwrap();
     assert!(svg.contains("no history yet"));

@@ -128,9 +128,29 @@ impl Monitor {
                 dark,
                 transparent: true,
                 now_ms: Some(unix_ms(now)),
+                stages: self.stage_marks(),
                 ..HistoryChartOptions::default()
             },
         )
+    }
+
+    /// Every job's stage starts, labelled with the swap each added past the job's
+    /// tolerance: (label, ms since the epoch) for the chart.
+    fn stage_marks(&self) -> Vec<(String, i64)> {
+        let tolerance = crate::policy::GuardConfig::default().fits_tolerance_bytes;
+        let mut marks = Vec::new();
+        for job in self.jobs.views() {
+            let tolerance = job
+                .verdict
+                .as_ref()
+                .map_or(tolerance, |v| v.fits_tolerance_bytes);
+            for stage in &job.stages {
+                let at_ms = job.started_at_ms + (stage.start_seconds * 1000.0) as i64;
+                marks.push((stage.label(tolerance), at_ms));
+            }
+        }
+        marks.sort_by_key(|m| m.1);
+        marks
     }
 }
 
@@ -182,6 +202,50 @@ mod tests {
                 svg.starts_with("<svg") && svg.len() < 60_000,
                 "{}",
                 svg.len()
+            );
+        }
+    }
+
+    #[test]
+    fn chart_marks_the_stages_of_a_watched_job() {
+        use crate::engine::{JobMode, JobSpec};
+        use crate::members::{MemberSet, Members};
+        use crate::process::ProcessIdentity;
+        let mut m = Monitor::default();
+        // The job's start is wall-clock time: so are these samples'.
+        let t0 = SystemTime::now() - Duration::from_secs(50);
+        for i in 0..100 {
+            m.on_sample(&Sample {
+                at: t0 + Duration::from_millis(i * 500),
+                ..sample(i, 1 << 30)
+            });
+        }
+        let id = ProcessIdentity {
+            pid: 4242,
+            start_time: 9,
+        };
+        let spec = JobSpec {
+            command: "python stages.py".into(),
+            mode: JobMode::Watch,
+            cfg: crate::policy::GuardConfig::default(),
+            poll: Duration::from_millis(500),
+        };
+        let job = m
+            .jobs
+            .add(MemberSet::new(Members::of_process(id)), spec, 1 << 30);
+        m.jobs.mark(job, "load", Duration::from_secs(50));
+        m.jobs.mark(job, "decode", Duration::from_secs(53));
+        for i in 100..110 {
+            m.on_sample(&Sample {
+                at: t0 + Duration::from_millis(i * 500),
+                ..sample(i, 1 << 30)
+            });
+        }
+        let svg = m.chart_svg(Duration::from_secs(600), false).unwrap();
+        for name in ["load", "decode"] {
+            assert!(
+                svg.contains(&format!(">\n{name}\n</text>")),
+                "{name} marked"
             );
         }
     }

@@ -28,6 +28,23 @@ pub struct StageFigures {
     pub lowest_free_percent: Option<f64>,
 }
 
+impl StageFigures {
+    /// The stage's name for a chart: with the swap it added when that passed
+    /// `tolerance_bytes` (`decode +6.3 GB`), else just the name.
+    pub fn label(&self, tolerance_bytes: u64) -> String {
+        if self.swap_growth_bytes > tolerance_bytes {
+            let growth = i64::try_from(self.swap_growth_bytes).unwrap_or(i64::MAX);
+            format!(
+                "{} {}",
+                self.stage,
+                crate::units::format_delta_bytes(growth)
+            )
+        } else {
+            self.stage.clone()
+        }
+    }
+}
+
 /// One reading, for [`StageTracker::observe`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reading {

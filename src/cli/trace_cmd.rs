@@ -132,17 +132,12 @@ fn stage_labels(trace: &Trace) -> Vec<(String, f64)> {
     stage_windows(trace)
         .into_iter()
         .map(|(name, t)| {
-            let grew = figures
+            // A name marked twice labels each line with its largest growth.
+            let most = figures
                 .iter()
                 .filter(|f| f.stage == name)
-                .map(|f| f.swap_growth_bytes)
-                .max()
-                .filter(|&g| g > tolerance);
-            let label = match grew {
-                Some(g) => format!("{name} {}", format_delta_bytes(g as i64)),
-                None => name,
-            };
-            (label, t)
+                .max_by_key(|f| f.swap_growth_bytes);
+            (most.map_or(name, |f| f.label(tolerance)), t)
         })
         .collect()
 }

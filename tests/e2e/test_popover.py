@@ -147,6 +147,11 @@ def test_a_watched_job_shows_its_stages(driver, rig, notifications):
         stages = wait_for(lambda: job.find_element(By.CSS_SELECTOR, ".job-stages").get_attribute("textContent"),
                           timeout=30, what="the stages in the row")
         assert "load" in stages and "work" in stages and "decode" in stages, stages
+        # The history chart marks them too (dashed lines named in the SVG).
+        chart = wait_for(lambda: [t for t in [driver.find_element(By.ID, "chart").get_attribute("innerHTML")]
+                                  if all(f">\n{n}" in t for n in ("load", "work", "decode"))],
+                         timeout=30, what="the stages in the chart")
+        assert "decode +" in chart[0], "the chart labels decode with the swap it added"
         # (The notification shortens the command, so it is found by its stage words.)
         verdict = wait_for(lambda: [n for n in notifications() if "(decode +" in n["body"]],
                            timeout=30, what="a verdict notification naming decode")
