@@ -1,4 +1,5 @@
-//! Enforcement: stopping every member of a job, SIGTERM then SIGKILL.
+//! Enforcement: stopping every member of a job (SIGTERM, SIGCONT so a paused member can act
+//! on it, then SIGKILL), and pausing or resuming one (SIGSTOP, SIGCONT).
 //!
 //! Safety rules (design.md): a process is identified by (pid, start time) and re-checked
 //! before every signal, so a recycled pid is never signalled; pid 0 and 1, Headroom itself,
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::counters::signals::{self, SIGKILL, SIGTERM};
+use crate::counters::signals::{self, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
 use crate::counters::{Counters, ProcessInfo};
 use crate::members::{MemberSet, Members};
 use crate::process::{ancestors, ProcessIdentity};
@@ -157,7 +158,8 @@ pub fn signal_checked(
 }
 
 /// Stops every member of a job: SIGTERM to each live member (identity re-checked before
-/// each signal), then SIGKILL to every member still alive after `grace`, or at once when
+/// each signal) followed by SIGCONT, so a paused member wakes to handle it and exit
+/// cleanly; then SIGKILL to every member still alive after `grace`, or at once when
 /// `escalate()` turns true. Members that appear during the grace period (a supervisor's
 /// new children) are found again and included in the SIGKILL round.
 pub fn stop_members(
@@ -174,6 +176,10 @@ pub fn stop_members(
             report.terminated.push(id.pid);
         }
     }
+    // A stopped process keeps SIGTERM pending until it is continued.
+    for id in members.discover(counters) {
+        signal_checked(counters, safety, &id, SIGCONT, &mut report);
+    }
     let started = Instant::now();
     while !members.discover(counters).is_empty() && started.elapsed() < grace && !escalate() {
         std::thread::sleep(POLL);
@@ -189,6 +195,35 @@ pub fn stop_members(
     }
     report.survivors = members.live().iter().map(|id| id.pid).collect();
     report
+}
+
+/// Sends `signal` (SIGSTOP to pause, SIGCONT to resume) to every live member of a job,
+/// parents first, each identity re-checked; returns the pids it reached. Refusals are
+/// logged, as for a stop.
+pub fn signal_members(
+    counters: &Counters,
+    safety: &Safety,
+    members: &MemberSet,
+    signal: i32,
+) -> Vec<u32> {
+    let mut report = StopReport::default();
+    let mut reached = Vec::new();
+    for id in members.discover(counters) {
+        if signal_checked(counters, safety, &id, signal, &mut report) {
+            reached.push(id.pid);
+        }
+    }
+    reached
+}
+
+/// Pauses every member of a job (SIGSTOP; see [`signal_members`]).
+pub fn pause_members(counters: &Counters, safety: &Safety, members: &MemberSet) -> Vec<u32> {
+    signal_members(counters, safety, members, SIGSTOP)
+}
+
+/// Continues every member of a paused job (SIGCONT; see [`signal_members`]).
+pub fn resume_members(counters: &Counters, safety: &Safety, members: &MemberSet) -> Vec<u32> {
+    signal_members(counters, safety, members, SIGCONT)
 }
 
 /// Stops `root` and its descendants (see [`stop_members`]); refused at once when `root`

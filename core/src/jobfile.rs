@@ -23,7 +23,7 @@ use crate::counters::Counters;
 use crate::engine::drive::Sink;
 use crate::history::unix_ms;
 use crate::paths::write_atomic;
-use crate::policy::{JobEvent, Verdict};
+use crate::policy::{JobEvent, OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
 
@@ -40,6 +40,8 @@ const PUBLISH_EVERY: Duration = Duration::from_secs(2);
 pub enum JobFileState {
     /// The command runs under the guard.
     Running,
+    /// The guard paused it (`--on-budget pause`) until `headroom resume`.
+    Paused,
     /// The guard is stopping it (TERM sent, KILL may follow).
     Stopping,
     /// It ended; the verdict is in the file.
@@ -71,6 +73,12 @@ pub struct JobFile {
     pub state: JobFileState,
     /// The verdict, once finished.
     pub verdict: Option<Verdict>,
+    /// What passing the budget does.
+    #[serde(default)]
+    pub on_budget: OnBudget,
+    /// Pauses so far.
+    #[serde(default)]
+    pub pauses: u32,
 }
 
 /// Why a job file could not be written or removed.
@@ -145,7 +153,9 @@ impl JobFile {
                 let keep_ms = i64::try_from(FINISHED_KEEP.as_millis()).unwrap_or(i64::MAX);
                 now_ms.saturating_sub(self.updated_at_ms) > keep_ms
             }
-            JobFileState::Running | JobFileState::Stopping => !is_alive(&self.identity()),
+            JobFileState::Running | JobFileState::Paused | JobFileState::Stopping => {
+                !is_alive(&self.identity())
+            }
         }
     }
 }
@@ -217,18 +227,21 @@ pub struct Publisher {
     file: Option<JobFile>,
     command: String,
     swap_budget_bytes: u64,
+    on_budget: OnBudget,
     last_write: Option<std::time::Instant>,
     failed: bool,
 }
 
 impl Publisher {
-    /// A publisher into `dir` for `command` under `swap_budget_bytes`.
-    pub fn new(dir: PathBuf, command: &str, swap_budget_bytes: u64) -> Self {
+    /// A publisher into `dir` for `command` under `swap_budget_bytes`, doing `on_budget`
+    /// when it passes it.
+    pub fn new(dir: PathBuf, command: &str, swap_budget_bytes: u64, on_budget: OnBudget) -> Self {
         Publisher {
             dir,
             file: None,
             command: command.to_string(),
             swap_budget_bytes,
+            on_budget,
             last_write: None,
             failed: false,
         }
@@ -274,6 +287,8 @@ impl Sink for Publisher {
             peak_footprint_bytes: None,
             state: JobFileState::Running,
             verdict: None,
+            on_budget: self.on_budget,
+            pauses: 0,
         });
         self.write(true);
         Ok(())
@@ -308,6 +323,11 @@ impl Sink for Publisher {
         if let Some(file) = self.file.as_mut() {
             match event {
                 JobEvent::Stopped { .. } => file.state = JobFileState::Stopping,
+                JobEvent::Paused { pause, .. } => {
+                    file.state = JobFileState::Paused;
+                    file.pauses = *pause;
+                }
+                JobEvent::Resumed { .. } => file.state = JobFileState::Running,
                 JobEvent::Finished { verdict } => {
                     file.state = JobFileState::Finished;
                     file.swap_growth_bytes = verdict.swap_growth_bytes;

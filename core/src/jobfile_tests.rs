@@ -30,7 +30,11 @@ fn job(pid: u32, state: JobFileState, updated_at_ms: i64) -> JobFile {
             lowest_free_percent: Some(22.0),
             duration: Duration::from_secs(10),
             ended: EndReason::Exited { code: 0 },
+            pauses: 0,
+            paused: Duration::ZERO,
         }),
+        on_budget: OnBudget::Stop,
+        pauses: 0,
     }
 }
 

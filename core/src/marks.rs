@@ -14,6 +14,11 @@
 //! outside the job cannot mark it, whatever it sends. `headroom mark NAME` is the client for
 //! shell scripts; a program can write the line itself (the README has a three-line Python
 //! example).
+//!
+//! The same socket takes requests about a job from its owner: `headroom resume PID` and
+//! `headroom stop PID` send `{"control":"resume","pid":PID}` (or `"stop"`, `"pause"`), and
+//! the server whose job has that pid as its leader answers `ok`. Only the user who runs the
+//! guard can connect (the socket is 0600 in a 0700 folder).
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -39,6 +44,63 @@ const IO_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct MarkLine {
     /// The stage that starts now.
     pub stage: String,
+}
+
+/// What the owner of a job may ask of its guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Control {
+    /// Pause it now.
+    Pause,
+    /// Continue it, paused.
+    Resume,
+    /// Stop it (SIGTERM, then SIGKILL after the grace).
+    Stop,
+}
+
+impl Control {
+    /// `pause`, `resume` or `stop`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Control::Pause => "pause",
+            Control::Resume => "resume",
+            Control::Stop => "stop",
+        }
+    }
+}
+
+/// The answer of a server that has no job with `pid` (the client then asks the next one).
+pub fn not_here(pid: u32) -> String {
+    format!("{NOT_HERE} {pid} here")
+}
+
+/// True for an answer made by [`not_here`].
+pub fn is_not_here(answer: &str) -> bool {
+    answer.starts_with(NOT_HERE)
+}
+
+const NOT_HERE: &str = "no job with pid";
+
+/// One request line, as sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Mark(MarkLine),
+    Control { control: Control, pid: u32 },
+}
+
+/// A request, checked, with the kernel's word for who sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// A stage starts now (the name is checked with [`check_stage`]).
+    Mark(String),
+    /// `control` for the job whose leader (or watched process) is `pid`.
+    Control {
+        /// What to do.
+        control: Control,
+        /// The job's pid.
+        pid: u32,
+    },
 }
 
 /// A stage name, checked: not empty, at most [`MAX_STAGE_BYTES`], no control characters.
@@ -92,11 +154,11 @@ impl MarkServer {
         &self.path
     }
 
-    /// Serves marks on a thread until the process ends: `accept(pid, stage)` says whether the
-    /// peer may mark (its error is sent back as the answer).
+    /// Serves requests on a thread until the process ends: `accept(peer_pid, request)`
+    /// carries one out or says why not (its error is sent back as the answer).
     pub fn serve(
         &mut self,
-        accept: impl Fn(u32, &str) -> Result<(), String> + Send + 'static,
+        accept: impl Fn(u32, Request) -> Result<(), String> + Send + 'static,
     ) -> io::Result<()> {
         let Some(listener) = self.listener.take() else {
             return Ok(());
@@ -121,7 +183,10 @@ impl Drop for MarkServer {
 }
 
 /// Reads one line from `stream`, checks it and its sender, answers.
-fn answer(stream: UnixStream, accept: &impl Fn(u32, &str) -> Result<(), String>) -> io::Result<()> {
+fn answer(
+    stream: UnixStream,
+    accept: &impl Fn(u32, Request) -> Result<(), String>,
+) -> io::Result<()> {
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     let pid = peer_pid(&stream)?;
@@ -134,10 +199,13 @@ fn answer(stream: UnixStream, accept: &impl Fn(u32, &str) -> Result<(), String>)
             "the mark line is longer than {MAX_LINE_BYTES} bytes"
         ))
     } else {
-        serde_json::from_slice::<MarkLine>(&line)
+        serde_json::from_slice::<Line>(&line)
             .map_err(|e| format!("not a mark line ({e}): expected {{\"stage\":\"NAME\"}}"))
-            .and_then(|m| check_stage(&m.stage).map(str::to_string))
-            .and_then(|stage| accept(pid, &stage))
+            .and_then(|line| match line {
+                Line::Mark(m) => check_stage(&m.stage).map(|s| Request::Mark(s.to_string())),
+                Line::Control { control, pid } => Ok(Request::Control { control, pid }),
+            })
+            .and_then(|request| accept(pid, request))
     };
     let mut out = &stream;
     match verdict {
@@ -175,6 +243,37 @@ pub enum MarkError {
 
 /// Sends a mark for `stage` to the socket at `path`; `Ok` once the guard took it.
 pub fn send_mark(path: &Path, stage: &str) -> Result<(), MarkError> {
+    send_line(
+        path,
+        &Line::Mark(MarkLine {
+            stage: stage.to_string(),
+        }),
+    )
+}
+
+/// Asks the server at `path` to `control` its job whose leader is `pid`; `Ok` once done.
+pub fn send_control(path: &Path, control: Control, pid: u32) -> Result<(), MarkError> {
+    send_line(path, &Line::Control { control, pid })
+}
+
+/// The mark sockets under `marks_dir` (guards, watches and the app each have one).
+pub fn sockets(marks_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(marks_dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let pid: u32 = name.to_str()?.strip_suffix(".sock")?.parse().ok()?;
+            Some(socket_path(marks_dir, pid))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn send_line(path: &Path, request: &Line) -> Result<(), MarkError> {
     let io_err = |source| MarkError::Io {
         path: path.to_path_buf(),
         source,
@@ -185,10 +284,7 @@ pub fn send_mark(path: &Path, stage: &str) -> Result<(), MarkError> {
     })?;
     stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
     stream.set_write_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
-    let mut line = serde_json::to_vec(&MarkLine {
-        stage: stage.to_string(),
-    })
-    .map_err(|e| io_err(io::Error::other(e)))?;
+    let mut line = serde_json::to_vec(request).map_err(|e| io_err(io::Error::other(e)))?;
     line.push(b'\n');
     stream.write_all(&line).map_err(io_err)?;
     let mut reply = String::new();
@@ -228,11 +324,12 @@ mod tests {
         assert_eq!(mode, 0o600);
         let (tx, rx) = mpsc::channel();
         server
-            .serve(move |pid, stage| {
-                if stage == "forbidden" {
-                    return Err("not in this job".into());
-                }
-                tx.send((pid, stage.to_string())).map_err(|e| e.to_string())
+            .serve(move |pid, request| match request {
+                Request::Mark(stage) if stage == "forbidden" => Err("not in this job".into()),
+                Request::Mark(stage) => tx.send((pid, stage)).map_err(|e| e.to_string()),
+                Request::Control { control, pid } => tx
+                    .send((pid, control.as_str().to_string()))
+                    .map_err(|e| e.to_string()),
             })
             .unwrap();
         send_mark(&path, "decode").unwrap();
@@ -240,6 +337,12 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
             (std::process::id(), "decode".to_string())
         );
+        send_control(&path, Control::Resume, 4321).unwrap();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+            (4321, "resume".to_string())
+        );
+        assert_eq!(sockets(dir.path()), vec![path.clone()]);
         let refused = send_mark(&path, "forbidden").unwrap_err();
         assert_eq!(refused.to_string(), "not in this job");
         // A line that is not a mark, and one far too long, are refused with a reason.

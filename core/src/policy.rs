@@ -41,6 +41,21 @@ pub struct GuardConfig {
     /// 20: the staged runs of the real traces stayed at or above 33 %, the runs that did not
     /// fit fell to 6-25 %).
     pub tight_free_percent: f64,
+    /// What passing the budget (or the free floor) does: stop the job, or pause it
+    /// (`--on-budget`, stop).
+    #[serde(default)]
+    pub on_budget: OnBudget,
+    /// Pauses at most; the crossing after the last one stops the job (`--max-pauses`, 3).
+    #[serde(default = "default_max_pauses")]
+    pub max_pauses: u32,
+    /// Resume a paused job by itself once free memory is back at or above this, percent,
+    /// and swap has not grown for [`GuardConfig::resume_calm`] (`--resume-free`; none:
+    /// only on request).
+    #[serde(default)]
+    pub resume_free_percent: Option<f64>,
+    /// How long swap must have stopped growing before a paused job resumes by itself (15 s).
+    #[serde(default = "default_resume_calm")]
+    pub resume_calm: Duration,
     /// Look-ahead for the growth projection: stop when swap, growing at its rate over the
     /// last look-ahead (at least), would pass the budget within this time, on two checks in
     /// a row. The job engine sets it to the current check interval: before the next check.
@@ -102,7 +117,56 @@ impl Default for GuardConfig {
             notify_min_interval: Duration::from_secs(60),
             tight_compressed_bytes: 2 << 30,
             tight_free_percent: 20.0,
+            on_budget: OnBudget::Stop,
+            max_pauses: DEFAULT_MAX_PAUSES,
+            resume_free_percent: None,
+            resume_calm: DEFAULT_RESUME_CALM,
             lookahead: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Pauses a job may have by default (`--max-pauses`).
+pub const DEFAULT_MAX_PAUSES: u32 = 3;
+/// Swap must have stopped growing this long before a paused job resumes by itself.
+pub const DEFAULT_RESUME_CALM: Duration = Duration::from_secs(15);
+/// Swap growth under this, between readings, still counts as "not growing" while paused.
+pub const CALM_TOLERANCE_BYTES: u64 = 16 << 20;
+
+fn default_max_pauses() -> u32 {
+    DEFAULT_MAX_PAUSES
+}
+
+fn default_resume_calm() -> Duration {
+    DEFAULT_RESUME_CALM
+}
+
+/// What a guard does when a job passes its budget or the free floor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnBudget {
+    /// Stop it: SIGTERM, then SIGKILL after the grace.
+    #[default]
+    Stop,
+    /// Pause it (SIGSTOP) until resumed; past `max_pauses`, stop it.
+    Pause,
+}
+
+impl OnBudget {
+    /// `stop` or `pause`, as the flag and the settings spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnBudget::Stop => "stop",
+            OnBudget::Pause => "pause",
+        }
+    }
+
+    /// The choice named by [`OnBudget::as_str`].
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "stop" => Some(OnBudget::Stop),
+            "pause" => Some(OnBudget::Pause),
+            _ => None,
         }
     }
 }
@@ -280,6 +344,8 @@ pub enum StopReason {
         /// The floor, percent.
         floor_percent: f64,
     },
+    /// The user asked (the app, `headroom stop`, a notification's "Stop").
+    Requested,
 }
 
 impl std::fmt::Display for StopReason {
@@ -321,6 +387,7 @@ impl std::fmt::Display for StopReason {
                 f,
                 "free memory {free_percent:.0}% stayed under {floor_percent:.0}%"
             ),
+            StopReason::Requested => write!(f, "on request"),
         }
     }
 }
@@ -394,6 +461,25 @@ pub struct Verdict {
     /// Set when it fit by the swap rule but was on the edge: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tight: Option<Tightness>,
+    /// How many times it was paused (`--on-budget pause`, or on request).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pauses: u32,
+    /// How long it was paused in all.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub paused: Duration,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// "once", "twice", "3 times".
+pub fn times(n: u32) -> String {
+    match n {
+        1 => "once".to_string(),
+        2 => "twice".to_string(),
+        n => format!("{n} times"),
+    }
 }
 
 /// Why a run that fits was "tight": what passed its threshold.
@@ -453,6 +539,19 @@ impl std::fmt::Display for Verdict {
         if self.processes > 1 {
             write!(f, ", {} processes", self.processes)?;
         }
+        if self.pauses > 0 {
+            let (n, all) = (times(self.pauses), format_duration(self.paused));
+            write!(f, ", paused {n}")?;
+            write!(
+                f,
+                "{}",
+                if self.pauses > 1 {
+                    format!(", {all} in all")
+                } else {
+                    format!(" for {all}")
+                }
+            )?;
+        }
         write!(f, ", {}, {}", format_duration(self.duration), self.ended)
     }
 }
@@ -461,6 +560,8 @@ impl std::fmt::Display for Verdict {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobState {
     swap_start_bytes: u64,
+    /// Swap in use the budget is measured from: the start, or the last resume.
+    budget_base_bytes: u64,
     swap_peak_bytes: u64,
     peak_footprint_bytes: Option<u64>,
     lowest_free_percent: Option<f64>,
@@ -481,6 +582,7 @@ impl JobState {
     pub fn new(swap_start_bytes: u64) -> Self {
         JobState {
             swap_start_bytes,
+            budget_base_bytes: swap_start_bytes,
             swap_peak_bytes: swap_start_bytes,
             peak_footprint_bytes: None,
             lowest_free_percent: None,
@@ -501,6 +603,22 @@ impl JobState {
     /// Swap growth now: current swap minus the start (0 if it shrank).
     pub fn growth_bytes(&self, obs: &Observation) -> u64 {
         obs.swap_used_bytes.saturating_sub(self.swap_start_bytes)
+    }
+
+    /// Swap growth counted against the budget: current swap minus the start, or minus the
+    /// swap at the last resume (0 if it shrank).
+    pub fn budget_growth_bytes(&self, obs: &Observation) -> u64 {
+        obs.swap_used_bytes.saturating_sub(self.budget_base_bytes)
+    }
+
+    /// A resume grants a new budget, measured from `swap_used_bytes` (swap in use now); the
+    /// verdict still counts growth from the job's start. The rate and the strikes restart.
+    pub fn rebase(&mut self, swap_used_bytes: u64) {
+        self.budget_base_bytes = swap_used_bytes;
+        self.recent.clear();
+        self.rate_bytes_per_second = 0.0;
+        self.projected_crossings = 0;
+        self.low_free_strikes = 0;
     }
 
     /// Peak growth so far.
@@ -527,7 +645,7 @@ impl JobState {
         let rate = self.swap_rate(obs, window);
         self.rate_bytes_per_second = rate;
         let cfg = cfg?;
-        let growth = self.growth_bytes(obs);
+        let growth = self.budget_growth_bytes(obs);
         if growth > cfg.swap_budget_bytes {
             return Some(StopReason::SwapBudget {
                 growth_bytes: growth,
@@ -633,6 +751,8 @@ impl JobState {
             fits_tolerance_bytes,
             stages: Vec::new(),
             tight: None,
+            pauses: 0,
+            paused: Duration::ZERO,
         }
     }
 }

@@ -20,17 +20,41 @@ pub enum JobEvent {
         /// Which multiple of the step was passed.
         step: u64,
     },
-    /// A guard is close to stopping the job.
+    /// A guard is close to stopping (or pausing) the job.
     Warning {
-        /// Growth over the start, bytes.
+        /// Growth counted against the budget (since the start or the last resume), bytes.
         growth_bytes: u64,
         /// The budget, bytes.
         budget_bytes: u64,
+        /// What the guard will do at the budget.
+        #[serde(default)]
+        then: super::OnBudget,
     },
     /// A process of the job marked the start of a stage.
     Stage {
         /// The stage's name.
         stage: String,
+    },
+    /// The guard paused the job (SIGSTOP): on a crossing (`reason`), or on request.
+    Paused {
+        /// The crossing, or `None` when the user asked.
+        reason: Option<StopReason>,
+        /// Swap growth since the job started, bytes.
+        growth_bytes: u64,
+        /// Which pause this is (1 for the first).
+        pause: u32,
+        /// Pauses allowed before a crossing stops it.
+        max_pauses: u32,
+    },
+    /// A paused job was continued, with a new budget from swap in use now.
+    Resumed {
+        /// Free memory brought it back by itself (`--resume-free`), at this percent; `None`
+        /// when the user asked.
+        free_percent: Option<f64>,
+        /// How long it was paused.
+        paused: Duration,
+        /// The new budget's base: swap in use at the resume, bytes.
+        swap_used_bytes: u64,
     },
     /// The guard stopped the job.
     Stopped {
@@ -53,12 +77,13 @@ pub struct EventGate {
 }
 
 impl EventGate {
-    /// Events for one observation; `guarded` enables the budget warning.
+    /// Events for one observation; `guarded` enables the budget warning, judged on
+    /// `budget_growth_bytes` (growth since the start, or since the last resume).
     pub fn observe(
         &mut self,
         cfg: &GuardConfig,
         guarded: bool,
-        growth_bytes: u64,
+        (growth_bytes, budget_growth_bytes): (u64, u64),
         obs: &Observation,
     ) -> Vec<JobEvent> {
         let mut events = Vec::new();
@@ -72,17 +97,23 @@ impl EventGate {
             events.push(JobEvent::SwapGrew { growth_bytes, step });
         }
         if guarded && cfg.swap_budget_bytes > 0 {
-            let fraction = growth_bytes as f64 / cfg.swap_budget_bytes as f64;
+            let fraction = budget_growth_bytes as f64 / cfg.swap_budget_bytes as f64;
             if !self.warned && fraction >= WARN_FRACTION {
                 self.warned = true;
                 events.push(JobEvent::Warning {
-                    growth_bytes,
+                    growth_bytes: budget_growth_bytes,
                     budget_bytes: cfg.swap_budget_bytes,
+                    then: cfg.on_budget,
                 });
             } else if self.warned && fraction < WARN_REARM_FRACTION {
                 self.warned = false;
             }
         }
         events
+    }
+
+    /// A new budget (after a resume): the warning is armed again.
+    pub fn rearm(&mut self) {
+        self.warned = false;
     }
 }

@@ -119,6 +119,7 @@ fn stop_rules_table() {
                     StopReason::SwapBudgetProjected { .. } => "projected",
                     StopReason::SwapLimit { .. } => "limit",
                     StopReason::LowFree { .. } => "low",
+                    StopReason::Requested => "requested",
                 };
                 got = Some((k, kind));
                 break;
@@ -199,7 +200,7 @@ fn growth_events_have_hysteresis() {
     };
     let mut gate = EventGate::default();
     let count = |gate: &mut EventGate, t_s: u64, growth: u64| {
-        gate.observe(&cfg, true, growth, &obs(t_s * 1000, growth, 50.0))
+        gate.observe(&cfg, true, (growth, growth), &obs(t_s * 1000, growth, 50.0))
     };
     assert!(count(&mut gate, 0, 100 * MIB).is_empty());
     let e = count(&mut gate, 1, 600 * MIB);
@@ -243,7 +244,12 @@ fn budget_warning_once_until_rearmed() {
         (6, 590),
         (7, 820),
     ] {
-        let ev = gate.observe(&cfg, true, growth * MIB, &obs(t * 1000, 0, 50.0));
+        let ev = gate.observe(
+            &cfg,
+            true,
+            (growth * MIB, growth * MIB),
+            &obs(t * 1000, 0, 50.0),
+        );
         warns += ev
             .iter()
             .filter(|e| matches!(e, JobEvent::Warning { .. }))
@@ -254,7 +260,7 @@ fn budget_warning_once_until_rearmed() {
     // Watch (not guarded): no warnings.
     let mut watch = EventGate::default();
     assert!(watch
-        .observe(&cfg, false, 990 * MIB, &obs(0, 0, 50.0))
+        .observe(&cfg, false, (990 * MIB, 990 * MIB), &obs(0, 0, 50.0))
         .is_empty());
 }
 

@@ -33,7 +33,7 @@ pub const HISTORY_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
@@ -72,12 +72,18 @@ CREATE TABLE active_guards (
     r"
 ALTER TABLE active_guards ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
 ",
+    r"
+ALTER TABLE active_guards ADD COLUMN on_budget TEXT NOT NULL DEFAULT 'stop'
+    CHECK (on_budget IN ('stop', 'pause'));
+ALTER TABLE active_guards ADD COLUMN pauses INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE active_guards ADD COLUMN paused_since_ms INTEGER;
+",
 ];
 
 const JOB_COLUMNS: &str = "id, pid, start_time, command, mode, started_at_ms, ended_at_ms, \
      fits, swap_growth_bytes, peak_footprint_bytes, verdict_json";
 const GUARD_COLUMNS: &str = "pid, start_time, command, mode, started_at_ms, swap_budget_bytes, \
-     kill_free_percent, swap_start_bytes, boot_id";
+     kill_free_percent, swap_start_bytes, boot_id, on_budget, pauses, paused_since_ms";
 
 /// Why the store failed. The database file is left as it was.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, GUARD_COLUMNS, JOB_COLUMNS};
 use crate::counters::Counters;
-use crate::policy::Verdict;
+use crate::policy::{OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 
 pub use crate::engine::JobMode;
@@ -57,6 +57,13 @@ pub struct ActiveGuard {
     /// The boot it was saved in (`Counters::boot_id`): start times count from boot, so after
     /// a reboot the identity may name an unrelated process and the guard is dropped.
     pub boot_id: String,
+    /// What passing the budget does.
+    pub on_budget: OnBudget,
+    /// Pauses so far.
+    pub pauses: u32,
+    /// Since when it is paused (ms since the epoch), while paused: a job still stopped is
+    /// taken up as paused.
+    pub paused_since_ms: Option<i64>,
 }
 
 impl Store {
@@ -134,7 +141,7 @@ impl Store {
         self.conn.execute(
             &format!(
                 "INSERT OR REPLACE INTO active_guards ({GUARD_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
             ),
             params![
                 guard.identity.pid,
@@ -146,6 +153,9 @@ impl Store {
                 guard.kill_free_percent,
                 guard.swap_start_bytes,
                 guard.boot_id,
+                guard.on_budget.as_str(),
+                guard.pauses,
+                guard.paused_since_ms,
             ],
         )?;
         Ok(())
@@ -184,6 +194,9 @@ impl Store {
                 kill_free_percent: row.get(6)?,
                 swap_start_bytes: row.get(7)?,
                 boot_id: row.get(8)?,
+                on_budget: OnBudget::parse(&row.get::<_, String>(9)?).unwrap_or_default(),
+                pauses: row.get(10)?,
+                paused_since_ms: row.get(11)?,
             }))
         })?;
         let mut out = Vec::new();

@@ -7,7 +7,7 @@ use std::time::{Instant, UNIX_EPOCH};
 use super::*;
 use crate::counters::Counters;
 use crate::history::History;
-use crate::policy::{EndReason, StopReason, Verdict};
+use crate::policy::{EndReason, OnBudget, StopReason, Verdict};
 use crate::process::ProcessIdentity;
 
 const MINUTE_MS: i64 = 60_000;
@@ -270,6 +270,8 @@ fn verdict(fits: bool, growth_bytes: u64) -> Verdict {
         peak_footprint_bytes: Some(18 << 30),
         lowest_free_percent: Some(12.5),
         duration: Duration::from_secs(95),
+        pauses: 0,
+        paused: Duration::ZERO,
         ended: if fits {
             EndReason::Exited { code: 0 }
         } else {
@@ -342,6 +344,9 @@ fn guard(identity: ProcessIdentity, budget_bytes: u64) -> ActiveGuard {
         kill_free_percent: 10.0,
         swap_start_bytes: 2 << 30,
         boot_id: Counters::new().boot_id().unwrap_or_default(),
+        on_budget: OnBudget::Stop,
+        pauses: 0,
+        paused_since_ms: None,
     }
 }
 
@@ -368,9 +373,17 @@ fn guards_save_replace_remove() {
     );
     assert!(store.remove_guard(a).unwrap());
     assert!(!store.remove_guard(a).unwrap());
+    // A paused guard keeps its choice, its pauses and since when it is paused.
+    let paused = ActiveGuard {
+        on_budget: OnBudget::Pause,
+        pauses: 2,
+        paused_since_ms: Some(BASE_MS + 5000),
+        ..guard(b, 8 << 30)
+    };
+    store.save_guard(&paused).unwrap();
     drop(store);
     let store = open(&path);
-    assert_eq!(store.active_guards().unwrap(), vec![guard(b, 8 << 30)]);
+    assert_eq!(store.active_guards().unwrap(), vec![paused]);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use headroom_core::engine::{JobMode, JobSpec, JobStatus, JobView};
 use headroom_core::jobfile::{JobFile, JobFileState};
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::StatusView;
-use headroom_core::policy::{EndReason, GuardConfig};
+use headroom_core::policy::{EndReason, GuardConfig, OnBudget};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::settings::{Settings, SettingsUpdate};
 use headroom_core::units;
@@ -117,6 +117,12 @@ pub struct UiJob {
     verdict: Option<UiVerdict>,
     read_only: bool,
     stages: Vec<UiStage>,
+    /// `stop` or `pause`: what passing the budget does (guards).
+    on_budget: &'static str,
+    /// Pauses so far.
+    pauses: u32,
+    /// Since when it is paused, ms since the epoch.
+    paused_since_ms: Option<i64>,
 }
 
 /// A stage of a job as the page shows it.
@@ -143,6 +149,7 @@ impl UiJob {
             mode: "external",
             state: match f.state {
                 JobFileState::Running => "running",
+                JobFileState::Paused => "paused",
                 JobFileState::Stopping => "stopping",
                 JobFileState::Finished => match &f.verdict {
                     Some(v) if matches!(v.ended, EndReason::Stopped { .. }) => "stopped",
@@ -158,6 +165,9 @@ impl UiJob {
             }),
             read_only: true,
             stages: Vec::new(),
+            on_budget: f.on_budget.as_str(),
+            pauses: f.pauses,
+            paused_since_ms: None,
         }
     }
 }
@@ -173,6 +183,7 @@ fn ui_job(v: JobView) -> UiJob {
         },
         state: match v.state {
             JobStatus::Running => "running",
+            JobStatus::Paused => "paused",
             JobStatus::Stopping => "stopping",
             JobStatus::Stopped => "stopped",
             JobStatus::Finished => "finished",
@@ -193,6 +204,9 @@ fn ui_job(v: JobView) -> UiJob {
                 swap_growth_bytes: s.swap_growth_bytes,
             })
             .collect(),
+        on_budget: v.on_budget.as_str(),
+        pauses: v.pauses,
+        paused_since_ms: v.paused_since_ms,
     }
 }
 
@@ -247,13 +261,15 @@ pub fn watch(state: State<'_, AppState>, pid: u32) -> Result<UiJob, String> {
     add_job(&state, pid, JobMode::Watch, cfg)
 }
 
-/// Guard a process: as watch, and stop it past its budget. Budget and floor come as typed.
+/// Guard a process: as watch, and stop (or pause) it past its budget. Budget and floor come
+/// as typed; `on_budget` is `stop` (the default) or `pause`.
 #[tauri::command]
 pub fn guard(
     state: State<'_, AppState>,
     pid: u32,
     swap_budget: String,
     kill_free: String,
+    on_budget: Option<String>,
 ) -> Result<UiJob, String> {
     let budget = units::parse_bytes(&swap_budget)
         .ok()
@@ -262,9 +278,15 @@ pub fn guard(
             format!("swap budget: invalid size '{swap_budget}': expected e.g. 8G or 512M")
         })?;
     let floor = units::parse_percent(&kill_free).map_err(|e| format!("kill free: {e}"))?;
+    let on_budget = match on_budget.as_deref() {
+        None => OnBudget::Stop,
+        Some(text) => OnBudget::parse(text)
+            .ok_or_else(|| format!("on budget: '{text}' is not one of stop, pause"))?,
+    };
     let cfg = GuardConfig {
         swap_budget_bytes: budget,
         kill_free_percent: floor,
+        on_budget,
         ..lock(&state.settings).guard_config()
     };
     add_job(&state, pid, JobMode::Guard, cfg)

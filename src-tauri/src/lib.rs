@@ -6,6 +6,7 @@
 #[cfg(any(target_os = "macos", test))]
 mod cli_install;
 mod commands;
+mod jobs;
 mod marks;
 mod notify;
 mod persist;
@@ -30,6 +31,9 @@ pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<
             commands::watch,
             commands::guard,
             commands::unguard,
+            jobs::pause_job,
+            jobs::resume_job,
+            jobs::stop_job,
             commands::get_jobs,
             commands::get_settings,
             commands::set_settings,

@@ -2,6 +2,7 @@
 //! (`headroom_core::marks`), and a mark from a process of one of its running jobs starts a
 //! stage of that job. The kernel says who is marking; a process of no job is refused.
 
+use headroom_core::marks::Request;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{lock, AppState};
@@ -16,7 +17,11 @@ pub fn serve<R: Runtime>(app: AppHandle<R>) {
         return;
     };
     let handle = app.clone();
-    if let Err(e) = server.serve(move |pid, stage| mark(&handle, pid, stage)) {
+    let served = server.serve(move |pid, request| match request {
+        Request::Mark(stage) => mark(&handle, pid, &stage),
+        Request::Control { control, pid } => crate::jobs::control(&handle, control, pid),
+    });
+    if let Err(e) = served {
         tracing::warn!(error = %e, "stage marks are off");
     }
 }

@@ -269,6 +269,8 @@ fn terminal_guards_are_listed_read_only() {
         peak_footprint_bytes: None,
         state: headroom_core::jobfile::JobFileState::Running,
         verdict: None,
+        on_budget: headroom_core::policy::OnBudget::Stop,
+        pauses: 0,
     };
     file.write_atomic(&state.jobs_dir()).unwrap();
     let jobs = call(&app, "get_jobs", json!({})).unwrap();

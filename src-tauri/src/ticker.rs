@@ -10,7 +10,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use headroom_core::engine::Action;
-use headroom_core::guard::{stop_members, DEFAULT_GRACE};
+use headroom_core::guard::{pause_members, resume_members, stop_members, DEFAULT_GRACE};
 use headroom_core::sampler::Sample;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
@@ -146,6 +146,8 @@ pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
                 crate::notify::job_event(app, &command, &event);
             }
         }
+        Action::Pause { job_id, members } => signal_job(app, job_id, &members, pause_members),
+        Action::Resume { job_id, members } => signal_job(app, job_id, &members, resume_members),
         Action::Stop {
             job_id, members, ..
         } => {
@@ -174,6 +176,30 @@ pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
             }
         }
     }
+}
+
+/// Pauses or resumes a job's members (`signal` is `pause_members` or `resume_members`), and
+/// saves its new state so a restart finds it as it is.
+fn signal_job<R: Runtime>(
+    app: &AppHandle<R>,
+    job_id: u64,
+    members: &headroom_core::members::MemberSet,
+    signal: fn(
+        &headroom_core::counters::Counters,
+        &headroom_core::guard::Safety,
+        &headroom_core::members::MemberSet,
+    ) -> Vec<u32>,
+) {
+    let Some(state) = app.try_state::<AppState>() else {
+        return;
+    };
+    let reached = signal(&state.counters, &state.safety, members);
+    tracing::warn!(
+        root = members.root().pid,
+        ?reached,
+        "paused or resumed a job"
+    );
+    crate::persist::job_started(&state, job_id);
 }
 
 /// Jobs of `headroom guard` runs in terminals, read-only.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use headroom_core::policy::GuardConfig;
+use headroom_core::policy::{GuardConfig, OnBudget, DEFAULT_MAX_PAUSES};
 
 /// Budget flags (the stop rules and the verdict's tolerance).
 #[derive(Debug, Clone, Args)]
@@ -50,6 +50,44 @@ impl BudgetArgs {
             tight_free_percent: self.tight_free,
             lookahead: poll,
             ..GuardConfig::default()
+        }
+    }
+}
+
+/// What a guard does at its budget: `--on-budget`, `--max-pauses`, `--resume-free`.
+#[derive(Debug, Clone, Args)]
+pub struct PauseArgs {
+    /// At the budget (or the free floor): `stop` the job, or `pause` it (SIGSTOP) until
+    /// `headroom resume PID` continues it with a new budget from swap in use then. Ctrl-C in
+    /// the guard's terminal stops a paused job.
+    #[arg(long, default_value = "stop", value_parser = parse_on_budget, value_name = "stop|pause")]
+    pub on_budget: OnBudget,
+    /// With --on-budget pause: pauses at most; the crossing after the last one stops the job.
+    #[arg(long, default_value_t = DEFAULT_MAX_PAUSES, value_name = "N")]
+    pub max_pauses: u32,
+    /// With --on-budget pause: resume by itself once free memory is back at or above this
+    /// percent and swap has stopped growing for --resume-calm.
+    #[arg(long, allow_hyphen_values = true, value_parser = super::parse_percent, value_name = "PERCENT")]
+    pub resume_free: Option<f64>,
+    /// With --resume-free: how long swap must have stopped growing (by 16 MiB or more)
+    /// before the job is resumed.
+    #[arg(long, default_value = "15s", allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
+    pub resume_calm: Duration,
+}
+
+fn parse_on_budget(text: &str) -> Result<OnBudget, String> {
+    OnBudget::parse(text).ok_or_else(|| format!("invalid value '{text}': expected stop or pause"))
+}
+
+impl PauseArgs {
+    /// `cfg` with these choices.
+    pub fn apply(&self, cfg: GuardConfig) -> GuardConfig {
+        GuardConfig {
+            on_budget: self.on_budget,
+            max_pauses: self.max_pauses,
+            resume_free_percent: self.resume_free,
+            resume_calm: self.resume_calm,
+            ..cfg
         }
     }
 }

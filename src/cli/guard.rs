@@ -19,7 +19,7 @@ use headroom_core::process::ancestors;
 use regex::Regex;
 use serde::Serialize;
 
-use super::budget::{BudgetArgs, RunArgs};
+use super::budget::{BudgetArgs, PauseArgs, RunArgs};
 use super::job::{display_command, exit_code, print_json, say, Printer, Signals, TraceSink};
 
 /// Exit code: the guard stopped the command.
@@ -32,15 +32,21 @@ pub const EXIT_CANNOT_START: u8 = 127;
 /// Flags of `headroom guard`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Exit codes: the command's own; 3 when the guard stopped it; 4 when there was never room to \
-start it; 127 when it could not be started; 128+N when signal N ended it (or ended the guard, \
+Exit codes: the command's own (also after pauses); 3 when the guard stopped it (at the \
+budget, past --max-pauses, or on `headroom stop`); 4 when there was never room to start it; 127 when it could not be started; 128+N when signal N ended it (or ended the guard, \
 which stops the command first: a second signal sends SIGKILL at once); 2 for invalid flags.
 
 The job is the command's process group and every descendant ever seen (a worker that calls \
 setsid() or double-forks included); it runs while any of them lives. Stopping sends SIGTERM to \
 each, then SIGKILL to what is left after --grace. In a terminal's foreground the job gets the \
 terminal: it can read input, and Ctrl-C, Ctrl-\\ and Ctrl-Z reach it (Ctrl-Z suspends the guard \
-too, until fg). Signals the guard was started to ignore (nohup) stay ignored.")]
+too, until fg). Signals the guard was started to ignore (nohup) stay ignored.
+
+With --on-budget pause the job is paused (SIGSTOP to every process) instead of stopped; the \
+guard then holds the terminal: Ctrl-C stops the job, `headroom resume PID` (another terminal) \
+continues it with a new budget, `headroom stop PID` stops it. A guard ended by a signal while \
+its job is paused stops it, continuing it after SIGTERM: a job is never left paused with \
+nobody to resume it.")]
 pub struct GuardArgs {
     /// Wait until free memory is at least this percent before starting. Above 100 it can
     /// never be met: the guard waits until --start-timeout and exits 4.
@@ -59,6 +65,8 @@ pub struct GuardArgs {
     start_timeout: Duration,
     #[command(flatten)]
     budget: BudgetArgs,
+    #[command(flatten)]
+    pause: PauseArgs,
     #[command(flatten)]
     run: RunArgs,
     /// The command to run, after `--`.
@@ -103,7 +111,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         wait_free_percent: args.wait_free,
         quiet_for: args.quiet_for,
         start_timeout: args.start_timeout,
-        ..args.budget.config(args.run.poll)
+        ..args.pause.apply(args.budget.config(args.run.poll))
     };
     let command_line = args.command.join(" ");
     let interrupts = Signals::install()?;
@@ -142,6 +150,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
             Dirs::current().jobs_dir(),
             &command_line,
             cfg.swap_budget_bytes,
+            cfg.on_budget,
         )),
     ];
     if let Some(trace) = trace {

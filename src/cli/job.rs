@@ -93,6 +93,8 @@ impl Interrupts for Signals {
 #[derive(Debug)]
 pub struct Printer {
     command: String,
+    /// The job's pid, for the hint on how to resume it.
+    pid: Option<u32>,
 }
 
 impl Printer {
@@ -100,6 +102,7 @@ impl Printer {
     pub fn new(command: &str) -> Self {
         Printer {
             command: command.to_string(),
+            pid: None,
         }
     }
 }
@@ -109,8 +112,18 @@ impl Sink for Printer {
         "standard error".into()
     }
 
+    fn started(&mut self, root: ProcessIdentity, _swap_start_bytes: u64) -> std::io::Result<()> {
+        self.pid = Some(root.pid);
+        Ok(())
+    }
+
     fn event(&mut self, _t: Duration, event: &JobEvent) -> std::io::Result<()> {
         say(&words::line(event, &self.command));
+        if let (JobEvent::Paused { .. }, Some(pid)) = (event, self.pid) {
+            say(&format!(
+                "`headroom resume {pid}` continues it, `headroom stop {pid}` (or Ctrl-C here) stops it"
+            ));
+        }
         Ok(())
     }
 

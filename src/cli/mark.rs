@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use headroom_core::marks::{check_stage, send_mark, socket_path, MarkError, MARK_ENV};
+use headroom_core::marks::{check_stage, send_mark, sockets, MarkError, MARK_ENV};
 use headroom_core::paths::Dirs;
 
 /// Arguments of `headroom mark`.
@@ -44,23 +44,7 @@ pub fn run(args: &MarkArgs) -> anyhow::Result<ExitCode> {
     }
     // No guard of ours: a `headroom watch` (or the app) may watch the job we are in. Each
     // answers only for its own jobs' processes.
-    let dir = Dirs::current().marks_dir();
-    let sockets: Vec<_> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| {
-                    let pid = e
-                        .file_name()
-                        .to_str()?
-                        .strip_suffix(".sock")?
-                        .parse()
-                        .ok()?;
-                    Some(socket_path(&dir, pid))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let sockets = sockets(&Dirs::current().marks_dir());
     for socket in sockets {
         if send_mark(&socket, &args.stage).is_ok() {
             return Ok(ExitCode::SUCCESS);

@@ -4,6 +4,7 @@
 //! exits 2 with a message naming the flag (clap's usage error).
 
 mod budget;
+mod control;
 mod guard;
 mod job;
 mod mark;
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use headroom_core::marks::Control;
 use headroom_core::units;
 
 /// Does this job really fit in memory?
@@ -47,6 +49,12 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Mark the start of a stage, from inside a guarded or watched job.
     Mark(mark::MarkArgs),
+    /// Continue a job its guard paused (--on-budget pause), with a new budget.
+    Resume(control::ControlArgs),
+    /// Pause a guarded job now (SIGSTOP to each of its processes).
+    Pause(control::ControlArgs),
+    /// Stop a guarded job now (SIGTERM, then SIGKILL after the grace), paused or not.
+    Stop(control::ControlArgs),
     /// Summarise, plot or replay a memory trace.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
@@ -60,6 +68,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Guard(args) => guard::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Mark(args) => mark::run(&args),
+        Command::Resume(args) => control::run(Control::Resume, &args),
+        Command::Pause(args) => control::run(Control::Pause, &args),
+        Command::Stop(args) => control::run(Control::Stop, &args),
         Command::Trace(cmd) => trace_cmd::run(&cmd),
     }
 }

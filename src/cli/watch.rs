@@ -10,7 +10,7 @@ use headroom_core::engine::drive::{self, Launch, Sink};
 use headroom_core::engine::{JobMode, JobSpec};
 use headroom_core::guard::Safety;
 
-use super::budget::{BudgetArgs, RunArgs};
+use super::budget::{BudgetArgs, PauseArgs, RunArgs};
 use super::job::{
     display_command, exit_code, identity_of, print_json, Printer, Signals, TraceSink,
 };
@@ -20,7 +20,8 @@ use super::job::{
 #[command(after_help = "\
 Exit codes: 0 when the process ended and fit, 1 when it did not fit (swap grew beyond \
 --fits-tolerance), 3 when --guard stopped it, 2 for invalid flags or a pid that is not \
-running, 128+N when signal N ended the watch (the process itself is left running).")]
+running, 128+N when signal N ended the watch (the process itself is left running, continued \
+first if --guard --on-budget pause had paused it).")]
 pub struct WatchArgs {
     /// The process to watch, with its descendants (also those that outlive it). A thread id
     /// is refused.
@@ -33,6 +34,8 @@ pub struct WatchArgs {
     guard: bool,
     #[command(flatten)]
     budget: BudgetArgs,
+    #[command(flatten)]
+    pause: PauseArgs,
     #[command(flatten)]
     run: RunArgs,
 }
@@ -76,7 +79,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         } else {
             JobMode::Watch
         },
-        cfg: args.budget.config(args.run.poll),
+        cfg: args.pause.apply(args.budget.config(args.run.poll)),
         poll: args.run.poll,
     };
     let outcome = drive::run(

@@ -167,6 +167,18 @@ impl MemCgroup {
         cg
     }
 
+    /// Changes the memory limit (v2 `memory.max`, v1 `memory.limit_in_bytes`).
+    pub fn set_limit(&self, limit_mib: u64) {
+        let limit = (limit_mib << 20).to_string();
+        let v2 = self.dir.join("memory.max");
+        let file = if v2.exists() {
+            v2
+        } else {
+            self.dir.join("memory.limit_in_bytes")
+        };
+        fs::write(file, limit).unwrap();
+    }
+
     /// `cgroup.procs` of this cgroup.
     pub fn procs_file(&self) -> PathBuf {
         self.dir.join("cgroup.procs")
@@ -286,6 +298,12 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     false
+}
+
+/// The state letter of `pid` in `/proc/PID/stat` (`T` when stopped), if it lives.
+pub fn proc_state(pid: u32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
 }
 
 /// A unique tag for one test's hogs.

@@ -10,20 +10,24 @@
 //! the guard is a subreaper, so every descendant, even one that calls `setsid()` or
 //! double-forks, stays findable. In a terminal's foreground the job's group gets the
 //! terminal: Ctrl-C, Ctrl-\ and Ctrl-Z reach the job, and Ctrl-Z suspends the guard with it
-//! until `fg` (or `bg`) continues both.
+//! until `fg` (or `bg`) continues both. While the guard has paused the job
+//! (`--on-budget pause`) it holds the terminal itself, so Ctrl-C reaches the guard and stops
+//! the job. A paused job is never left stopped: a stop continues it after SIGTERM, and a
+//! watched process is continued before the guard lets go of it.
 
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use crate::counters::jobctl::{self, ChildStatus, Terminal};
 use crate::counters::signals::{self, SIGCONT};
 use crate::counters::{CounterError, Counters};
-use crate::guard::{stop_members, Safety, StopReport};
-use crate::marks::{MarkServer, MARK_ENV};
+use crate::guard::{pause_members, resume_members, stop_members, Safety, StopReport};
+use crate::marks::{not_here, Control, MarkServer, Request, MARK_ENV};
 use crate::members::{MemberSet, Members};
 use crate::paths::Dirs;
 use crate::policy::{EndReason, JobEvent, Verdict};
@@ -41,6 +45,8 @@ enum Wake {
     Signal,
     /// A member of the job marked the start of a stage.
     Mark(String),
+    /// The job's owner asked to pause, resume or stop it (`headroom resume`).
+    Control(Control),
 }
 /// How long to wait for a stopped leader's exit status.
 const REAP_WAIT: Duration = Duration::from_secs(2);
@@ -122,6 +128,8 @@ struct Spawned {
     leader: u32,
     terminal: Option<Terminal>,
     exit: Option<EndReason>,
+    /// The guard paused the job: the leader's stop is ours, not a Ctrl-Z.
+    paused: bool,
 }
 
 impl Spawned {
@@ -135,6 +143,7 @@ impl Spawned {
             match status {
                 ChildStatus::Exited(code) => self.exit = Some(EndReason::Exited { code }),
                 ChildStatus::Signaled(signal) => self.exit = Some(EndReason::Signaled { signal }),
+                ChildStatus::Stopped(_) if self.paused => {}
                 ChildStatus::Stopped(_) => self.suspended(),
             }
         }
@@ -162,6 +171,19 @@ impl Spawned {
         }
     }
 
+    /// Paused: the guard takes the terminal, so Ctrl-C reaches it (and stops the job).
+    /// Resumed: the job gets it back.
+    fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
+        if let Some(terminal) = &self.terminal {
+            let _ = if paused {
+                terminal.take_back()
+            } else {
+                terminal.give_to(self.leader)
+            };
+        }
+    }
+
     fn finish(&mut self) {
         if let Some(terminal) = &self.terminal {
             let _ = terminal.take_back();
@@ -172,16 +194,20 @@ impl Spawned {
 }
 
 /// Stops a started job if the driver unwinds from a panic: a bug in Headroom must not leave
-/// the job running unguarded.
+/// the job running unguarded. A watched process is left alone, continued if it was paused.
 struct StopOnUnwind<'a> {
     counters: &'a Counters,
     safety: &'a Safety,
     members: MemberSet,
     armed: bool,
+    paused: Arc<AtomicBool>,
 }
 
 impl Drop for StopOnUnwind<'_> {
     fn drop(&mut self) {
+        if !self.armed && self.paused.load(Ordering::SeqCst) && std::thread::panicking() {
+            resume_members(self.counters, self.safety, &self.members);
+        }
         if self.armed && std::thread::panicking() {
             tracing::error!("the guard panicked: stopping its job");
             stop_members(
@@ -284,6 +310,7 @@ pub fn run(
                 leader,
                 terminal,
                 exit: None,
+                paused: false,
             };
             let reaper = reaper.then(std::process::id);
             (Members::of_command(id, reaper), Some(spawned))
@@ -296,23 +323,36 @@ pub fn run(
     let command = spec.command.clone();
     let poll = spec.poll;
     let job = engine.add(set.clone(), spec, swap_start);
+    let paused = Arc::new(AtomicBool::new(false));
     let _unwind = StopOnUnwind {
         counters,
         safety,
         members: set.clone(),
         armed: spawned.is_some(),
+        paused: paused.clone(),
     };
     sampler.track(&set);
     sinks.each(|s| s.started(root, swap_start));
     if let Some(server) = marks.as_mut() {
         let (members, counters) = (set.clone(), counters.clone());
-        let served = server.serve(move |pid, stage| {
-            if !members.discover(&counters).iter().any(|m| m.pid == pid) {
-                return Err(format!("pid {pid} is not a process of this job"));
-            }
+        let paused = paused.clone();
+        let served = server.serve(move |peer, request| {
+            let wake = match request {
+                Request::Mark(stage) => {
+                    if !members.discover(&counters).iter().any(|m| m.pid == peer) {
+                        return Err(format!("pid {peer} is not a process of this job"));
+                    }
+                    Wake::Mark(stage)
+                }
+                Request::Control { pid, .. } if pid != root.pid => return Err(not_here(pid)),
+                Request::Control { control, pid } => {
+                    check_control(control, pid, paused.load(Ordering::SeqCst))?;
+                    Wake::Control(control)
+                }
+            };
             marks_to
-                .try_send(Wake::Mark(stage.to_string()))
-                .map_err(|_| "the guard is busy; mark again".to_string())
+                .try_send(wake)
+                .map_err(|_| "the guard is busy; try again".to_string())
         });
         if let Err(e) = served {
             sinks.each(|s| {
@@ -326,11 +366,15 @@ pub fn run(
     let mut queue: VecDeque<Action> = VecDeque::new();
     let verdict = 'run: loop {
         if let Some(signal) = interrupts.received() {
-            // A command we started is stopped with us; a watched process is left alone.
+            // A command we started is stopped with us (continued after SIGTERM if paused); a
+            // watched process is left alone, continued first if we paused it.
             if let Some(spawned) = spawned.as_mut() {
                 let report = stop_members(counters, safety, &set, grace, &|| interrupts.second());
                 spawned.reap_leader();
                 stop = Some(report);
+            } else if paused.load(Ordering::SeqCst) {
+                resume_members(counters, safety, &set);
+                paused.store(false, Ordering::SeqCst);
             }
             queue.extend(engine.end(job, EndReason::Interrupted { signal }));
         } else {
@@ -352,6 +396,11 @@ pub fn run(
                     Ok(Wake::Mark(stage)) => {
                         queue.extend(engine.mark(job, &stage, sampler.clock()))
                     }
+                    Ok(Wake::Control(control)) => queue.extend(match control {
+                        Control::Pause => engine.pause(job),
+                        Control::Resume => engine.resume(job),
+                        Control::Stop => engine.stop(job),
+                    }),
                     Err(_) => {
                         let sample = sampler.tick();
                         // A leader the sample saw gone has exited: its status is there to reap, so
@@ -374,10 +423,26 @@ pub fn run(
                         break 'run verdict;
                     }
                 }
+                Action::Pause { members, .. } => {
+                    pause_members(counters, safety, &members);
+                    paused.store(true, Ordering::SeqCst);
+                    if let Some(spawned) = spawned.as_mut() {
+                        spawned.set_paused(true);
+                    }
+                }
+                Action::Resume { members, .. } => {
+                    if let Some(spawned) = spawned.as_mut() {
+                        spawned.set_paused(false);
+                    }
+                    resume_members(counters, safety, &members);
+                    paused.store(false, Ordering::SeqCst);
+                }
                 Action::Stop { members, .. } => {
                     let report =
                         stop_members(counters, safety, &members, grace, &|| interrupts.second());
+                    paused.store(false, Ordering::SeqCst);
                     if let Some(spawned) = spawned.as_mut() {
+                        spawned.paused = false;
                         spawned.reap_leader();
                         if let Some(exit) = spawned.exit.clone() {
                             engine.set_exit(job, exit);
@@ -400,4 +465,13 @@ pub fn run(
         verdict,
         stop,
     })
+}
+
+/// Whether `control` makes sense for the job now (answered to `headroom resume` at once).
+fn check_control(control: Control, pid: u32, paused: bool) -> Result<(), String> {
+    match (control, paused) {
+        (Control::Resume, false) => Err(format!("the job of pid {pid} is not paused")),
+        (Control::Pause, true) => Err(format!("the job of pid {pid} is already paused")),
+        _ => Ok(()),
+    }
 }

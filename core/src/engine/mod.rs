@@ -3,10 +3,11 @@
 //!
 //! A job is a set of processes ([`MemberSet`]) judged on one clock (the sampler's). The
 //! engine owns the whole run: it observes each sample, produces the events and their wording,
-//! decides stops (pure policy), spaces the checks of guarded jobs (faster near the budget),
+//! decides stops and pauses (pure policy), spaces the checks of guarded jobs (faster near the budget),
 //! and writes the verdict. It makes no OS calls itself: callers carry out its [`Action`]s
 //! (show an event, stop members with [`crate::guard::stop_members`], then report back with
-//! [`Engine::stop_done`]). [`drive`] runs one job to its end for the CLI; the app feeds the
+//! [`Engine::stop_done`]; pause or resume them with [`crate::guard::pause_members`] and
+//! [`crate::guard::resume_members`]). [`drive`] runs one job to its end for the CLI; the app feeds the
 //! same engine from its ticker.
 
 pub mod drive;
@@ -20,8 +21,8 @@ use crate::guard::StopReport;
 use crate::history::unix_ms;
 use crate::members::MemberSet;
 use crate::policy::{
-    check_interval, EndReason, EventGate, GuardConfig, JobEvent, JobState, Observation, StopReason,
-    Verdict,
+    check_interval, EndReason, EventGate, GuardConfig, JobEvent, JobState, Observation, OnBudget,
+    StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
@@ -47,6 +48,8 @@ pub enum JobMode {
 pub enum JobStatus {
     /// Being watched.
     Running,
+    /// Paused by its guard (SIGSTOP) until resumed.
+    Paused,
     /// A stop is under way.
     Stopping,
     /// Stopped by its guard.
@@ -76,6 +79,20 @@ pub enum Action {
         members: MemberSet,
         /// Why.
         reason: StopReason,
+    },
+    /// Pause every member of a job ([`crate::guard::pause_members`]).
+    Pause {
+        /// The job.
+        job_id: u64,
+        /// Its members.
+        members: MemberSet,
+    },
+    /// Continue every member of a paused job ([`crate::guard::resume_members`]).
+    Resume {
+        /// The job.
+        job_id: u64,
+        /// Its members.
+        members: MemberSet,
     },
 }
 
@@ -114,6 +131,41 @@ struct Job {
     check: Duration,
     /// Its stages, as marked.
     stages: StageTracker,
+    /// Its pauses so far.
+    pauses: Pauses,
+    /// The latest good observation.
+    last: Option<Observation>,
+}
+
+/// The pauses of a job.
+#[derive(Debug, Clone, Default)]
+struct Pauses {
+    /// How many.
+    count: u32,
+    /// Paused time of the pauses that ended.
+    total: Duration,
+    /// The pause under way: since when (wall clock), and the calm watch for a resume by
+    /// itself.
+    current: Option<(SystemTime, Calm)>,
+}
+
+/// Whether swap has stopped growing, for a resume by itself.
+#[derive(Debug, Clone, Copy)]
+struct Calm {
+    /// Swap in use it is compared against.
+    swap_bytes: u64,
+    /// When swap last grew past the tolerance (job clock).
+    since: Duration,
+}
+
+impl Pauses {
+    /// Paused time so far, the pause under way included.
+    fn total(&self, now: SystemTime) -> Duration {
+        let current = self.current.map_or(Duration::ZERO, |(at, _)| {
+            now.duration_since(at).unwrap_or_default()
+        });
+        self.total + current
+    }
 }
 
 /// A job as the UI shows it.
@@ -141,6 +193,12 @@ pub struct JobView {
     pub started_at_ms: i64,
     /// Its stages so far, as its processes marked them.
     pub stages: Vec<StageFigures>,
+    /// What passing the budget does (guards).
+    pub on_budget: OnBudget,
+    /// Pauses so far.
+    pub pauses: u32,
+    /// Since when it is paused, ms since the epoch (while paused).
+    pub paused_since_ms: Option<i64>,
 }
 
 /// Every job of one process (the app's, or the one job of a CLI run).
@@ -159,7 +217,7 @@ impl Engine {
         if let Some(existing) = self
             .jobs
             .iter_mut()
-            .find(|j| j.members.root() == root && j.status == JobStatus::Running)
+            .find(|j| j.members.root() == root && j.live())
         {
             if spec.mode == JobMode::Guard {
                 existing.spec.mode = JobMode::Guard;
@@ -184,8 +242,52 @@ impl Engine {
             ended_at: None,
             exit: None,
             stages: StageTracker::new(Some(swap_now_bytes)),
+            pauses: Pauses::default(),
+            last: None,
         });
         self.next_id
+    }
+
+    /// Pauses running job `id` on request (the app, a notification's "Pause now"); the
+    /// pause counts toward `max_pauses`. Nothing for a job that is not running.
+    pub fn pause(&mut self, id: u64) -> Vec<Action> {
+        let mut actions = Vec::new();
+        if let Some(job) = self.running_mut(id, JobStatus::Running) {
+            job.pause(None, &mut actions);
+        }
+        actions
+    }
+
+    /// Continues paused job `id` on request, with a new budget from swap in use now.
+    pub fn resume(&mut self, id: u64) -> Vec<Action> {
+        let mut actions = Vec::new();
+        if let Some(job) = self.running_mut(id, JobStatus::Paused) {
+            job.resume(None, &mut actions);
+        }
+        actions
+    }
+
+    /// Stops running or paused job `id` on request; the caller carries out the stop and
+    /// reports with [`Engine::stop_done`].
+    pub fn stop(&mut self, id: u64) -> Vec<Action> {
+        let mut actions = Vec::new();
+        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id && j.live()) {
+            job.stop(StopReason::Requested, &mut actions);
+        }
+        actions
+    }
+
+    /// True while job `id` is paused.
+    pub fn is_paused(&self, id: u64) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| j.id == id && j.status == JobStatus::Paused)
+    }
+
+    fn running_mut(&mut self, id: u64, status: JobStatus) -> Option<&mut Job> {
+        self.jobs
+            .iter_mut()
+            .find(|j| j.id == id && j.status == status)
     }
 
     /// A process of job `id` marked the start of `stage` at `since_start` on the sampler's
@@ -221,11 +323,11 @@ impl Engine {
         Some(self.jobs.remove(index).members.root())
     }
 
-    /// Member sets of running jobs (to track in the sampler).
+    /// Member sets of running and paused jobs (to track in the sampler).
     pub fn tracked(&self) -> Vec<MemberSet> {
         self.jobs
             .iter()
-            .filter(|j| matches!(j.status, JobStatus::Running | JobStatus::Stopping))
+            .filter(|j| j.live() || j.status == JobStatus::Stopping)
             .map(|j| j.members.clone())
             .collect()
     }
@@ -243,11 +345,7 @@ impl Engine {
     /// Feeds one sample; returns what to do.
     pub fn on_sample(&mut self, sample: &Sample) -> Vec<Action> {
         let mut actions = Vec::new();
-        for job in self
-            .jobs
-            .iter_mut()
-            .filter(|j| j.status == JobStatus::Running)
-        {
+        for job in self.jobs.iter_mut().filter(|j| j.live()) {
             job.observe(sample, &mut actions);
         }
         actions
@@ -265,11 +363,7 @@ impl Engine {
     /// returns the verdict event.
     pub fn members_gone(&mut self, id: u64) -> Vec<Action> {
         let mut actions = Vec::new();
-        if let Some(job) = self
-            .jobs
-            .iter_mut()
-            .find(|j| j.id == id && j.status == JobStatus::Running)
-        {
+        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id && j.live()) {
             let ended = job.exit.clone().unwrap_or(EndReason::Vanished);
             job.finish(ended, &mut actions);
         }
@@ -340,6 +434,9 @@ impl Engine {
             kill_free_percent: job.spec.cfg.kill_free_percent,
             swap_start_bytes: job.policy.swap_start_bytes(),
             boot_id: boot_id.to_string(),
+            on_budget: job.spec.cfg.on_budget,
+            pauses: job.pauses.count,
+            paused_since_ms: job.pauses.current.map(|(at, _)| unix_ms(at)),
         })
     }
 
@@ -352,14 +449,27 @@ impl Engine {
             cfg: GuardConfig {
                 swap_budget_bytes: saved.swap_budget_bytes,
                 kill_free_percent: saved.kill_free_percent,
+                on_budget: saved.on_budget,
                 ..base.cfg
             },
             poll: base.poll,
         };
         let id = self.add(members, spec, saved.swap_start_bytes);
         if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id) {
-            job.started_at = std::time::UNIX_EPOCH
-                + Duration::from_millis(u64::try_from(saved.started_at_ms).unwrap_or(0));
+            let at = |ms: i64| {
+                std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+            };
+            job.started_at = at(saved.started_at_ms);
+            job.pauses.count = saved.pauses;
+            // Still stopped (SIGSTOP outlives us): taken up as paused, resumed on request.
+            if let Some(ms) = saved.paused_since_ms {
+                job.status = JobStatus::Paused;
+                let calm = Calm {
+                    swap_bytes: u64::MAX,
+                    since: Duration::ZERO,
+                };
+                job.pauses.current = Some((at(ms), calm));
+            }
         }
         id
     }
@@ -390,6 +500,9 @@ impl Engine {
                 verdict: j.verdict.clone(),
                 started_at_ms: unix_ms(j.started_at),
                 stages: j.stages.stages().to_vec(),
+                on_budget: j.spec.cfg.on_budget,
+                pauses: j.pauses.count,
+                paused_since_ms: j.pauses.current.map(|(at, _)| unix_ms(at)),
             })
             .collect()
     }
@@ -430,6 +543,11 @@ impl JobMode {
 }
 
 impl Job {
+    /// Running or paused: not ended, no stop under way.
+    fn live(&self) -> bool {
+        matches!(self.status, JobStatus::Running | JobStatus::Paused)
+    }
+
     fn notify(&self, event: JobEvent) -> Action {
         Action::Notify {
             job_id: self.id,
@@ -459,8 +577,13 @@ impl Job {
             footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
             compressed_bytes: system.compressed_bytes,
         };
+        self.last = Some(obs);
+        if self.status == JobStatus::Paused {
+            self.observe_paused(&obs, actions);
+            return;
+        }
         let guarded = self.spec.mode == JobMode::Guard;
-        let growth = self.policy.growth_bytes(&obs);
+        let growth = self.policy.budget_growth_bytes(&obs);
         if guarded {
             // Look ahead to the next check, spaced by how close the budget is.
             self.check = check_interval(
@@ -481,7 +604,8 @@ impl Job {
             free_percent: obs.free_percent,
         });
         self.growth_bytes = self.policy.peak_growth_bytes();
-        for event in self.events.observe(&cfg, guarded, growth, &obs) {
+        let total = self.policy.growth_bytes(&obs);
+        for event in self.events.observe(&cfg, guarded, (total, growth), &obs) {
             // A warning "will be stopped at the budget" is stale when it is stopped now.
             if stop.is_some() && matches!(event, JobEvent::Warning { .. }) {
                 continue;
@@ -497,18 +621,117 @@ impl Job {
                 self.spec.poll,
             );
         }
-        if let Some(reason) = stop {
-            self.status = JobStatus::Stopping;
-            self.stop_reason = Some(reason.clone());
-            actions.push(self.notify(JobEvent::Stopped {
-                reason: reason.clone(),
-            }));
-            actions.push(Action::Stop {
-                job_id: self.id,
-                members: self.members.clone(),
-                reason,
-            });
+        match stop {
+            Some(reason)
+                if self.spec.cfg.on_budget == OnBudget::Pause
+                    && self.pauses.count < self.spec.cfg.max_pauses =>
+            {
+                self.pause(Some(reason), actions);
+            }
+            Some(reason) => self.stop(reason, actions),
+            None => {}
         }
+    }
+
+    /// A paused job's sample: figures for the verdict (no stop rule: it is not running),
+    /// and a resume by itself once free memory is back and swap has stopped growing.
+    fn observe_paused(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
+        self.policy.observe(None, obs);
+        self.stages.observe(&Reading {
+            t_seconds: obs.t.as_secs_f64(),
+            swap_used_bytes: obs.swap_used_bytes,
+            footprint_bytes: obs.footprint_bytes,
+            free_percent: obs.free_percent,
+        });
+        self.growth_bytes = self.policy.peak_growth_bytes();
+        let Some((_, calm)) = self.pauses.current.as_mut() else {
+            return;
+        };
+        // (u64::MAX: restored after a restart, nothing to compare with yet.)
+        let grew = obs.swap_used_bytes > calm.swap_bytes.saturating_add(CALM_TOLERANCE_BYTES);
+        if calm.swap_bytes == u64::MAX || grew {
+            *calm = Calm {
+                swap_bytes: obs.swap_used_bytes,
+                since: obs.t,
+            };
+        } else {
+            calm.swap_bytes = calm.swap_bytes.min(obs.swap_used_bytes);
+        }
+        let calm_for = obs.t.saturating_sub(calm.since);
+        let cfg = &self.spec.cfg;
+        if let Some(free) = cfg.resume_free_percent {
+            if obs.free_percent >= free && calm_for >= cfg.resume_calm {
+                self.resume(Some(obs.free_percent), actions);
+            }
+        }
+    }
+
+    /// Pauses the job: on a crossing (`reason`), or on request.
+    fn pause(&mut self, reason: Option<StopReason>, actions: &mut Vec<Action>) {
+        let t = self.last.map_or(Duration::ZERO, |o| o.t);
+        let swap = self
+            .last
+            .map_or(self.policy.swap_start_bytes(), |o| o.swap_used_bytes);
+        self.status = JobStatus::Paused;
+        self.pauses.count += 1;
+        let calm = Calm {
+            swap_bytes: swap,
+            since: t,
+        };
+        self.pauses.current = Some((SystemTime::now(), calm));
+        actions.push(self.notify(JobEvent::Paused {
+            reason,
+            growth_bytes: self.growth_bytes,
+            pause: self.pauses.count,
+            max_pauses: self.spec.cfg.max_pauses.max(self.pauses.count),
+        }));
+        actions.push(Action::Pause {
+            job_id: self.id,
+            members: self.members.clone(),
+        });
+    }
+
+    /// Continues the paused job with a new budget from swap in use now; `free_percent` when
+    /// free memory brought it back by itself.
+    fn resume(&mut self, free_percent: Option<f64>, actions: &mut Vec<Action>) {
+        let Some((since, _)) = self.pauses.current.take() else {
+            return;
+        };
+        let paused = SystemTime::now().duration_since(since).unwrap_or_default();
+        self.pauses.total += paused;
+        let swap = self
+            .last
+            .map_or(self.policy.swap_start_bytes(), |o| o.swap_used_bytes);
+        self.policy.rebase(swap);
+        self.events.rearm();
+        self.status = JobStatus::Running;
+        self.check = self.spec.poll.min(self.check);
+        actions.push(self.notify(JobEvent::Resumed {
+            free_percent,
+            paused,
+            swap_used_bytes: swap,
+        }));
+        actions.push(Action::Resume {
+            job_id: self.id,
+            members: self.members.clone(),
+        });
+    }
+
+    /// Starts stopping the job (the caller signals, then calls [`Engine::stop_done`]).
+    fn stop(&mut self, reason: StopReason, actions: &mut Vec<Action>) {
+        if let Some((since, _)) = self.pauses.current.take() {
+            self.pauses.total += SystemTime::now().duration_since(since).unwrap_or_default();
+        }
+        self.status = JobStatus::Stopping;
+        self.stop_reason = Some(reason.clone());
+        actions.push(self.notify(JobEvent::Stopped {
+            reason: reason.clone(),
+        }));
+        actions.push(Action::Stop {
+            job_id: self.id,
+            members: self.members.clone(),
+            reason,
+        });
     }
 
     fn finish(&mut self, ended: EndReason, actions: &mut Vec<Action>) {
@@ -523,6 +746,9 @@ impl Job {
             verdict.tight = self.policy.tightness(&self.spec.cfg);
         }
         verdict.stages = self.stages.stages().to_vec();
+        verdict.pauses = self.pauses.count;
+        verdict.paused = self.pauses.total(SystemTime::now());
+        self.pauses.current = None;
         self.verdict = Some(verdict.clone());
         self.status = JobStatus::Finished;
         self.ended_at = Some(SystemTime::now());

@@ -1,8 +1,8 @@
 //! The words of each job event, in one place: the CLI's lines on stderr and the app's
 //! notifications say the same things.
 
-use crate::policy::JobEvent;
-use crate::units::format_bytes;
+use crate::policy::{JobEvent, OnBudget, StopReason};
+use crate::units::{format_bytes, format_duration};
 
 /// Longest command shown in a notification, characters.
 const NOTIFICATION_COMMAND_CHARS: usize = 60;
@@ -17,12 +17,34 @@ pub fn line(event: &JobEvent, command: &str) -> String {
         JobEvent::Warning {
             growth_bytes,
             budget_bytes,
+            then,
         } => format!(
-            "warning: swap grew {} of the {} budget; {command} will be stopped at the budget",
+            "warning: swap grew {} of the {} budget; {command} will be {} at the budget",
             format_bytes(*growth_bytes),
-            format_bytes(*budget_bytes)
+            format_bytes(*budget_bytes),
+            done(*then)
         ),
         JobEvent::Stage { stage } => format!("stage {stage} begins"),
+        JobEvent::Paused {
+            reason,
+            growth_bytes,
+            pause,
+            max_pauses,
+        } => format!(
+            "paused {command} (SIGSTOP, pause {pause} of {max_pauses}): {}; swap grew {} since it started",
+            why(reason.as_ref()),
+            format_bytes(*growth_bytes)
+        ),
+        JobEvent::Resumed {
+            free_percent,
+            paused,
+            swap_used_bytes,
+        } => format!(
+            "resumed {command} after {} paused{}; a new budget counts from swap {}",
+            format_duration(*paused),
+            back(*free_percent),
+            format_bytes(*swap_used_bytes)
+        ),
         JobEvent::Stopped { reason } => {
             format!("stopping {command}: {reason} (SIGTERM, SIGKILL after the grace period)")
         }
@@ -44,8 +66,9 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
         JobEvent::Warning {
             growth_bytes,
             budget_bytes,
+            then,
         } => (
-            "Guard about to stop a job".into(),
+            format!("Guard about to {} a job", verb(*then)),
             format!(
                 "{short}: swap grew {} of its {} budget. Unguard it in Headroom to spare it.",
                 format_bytes(*growth_bytes),
@@ -53,6 +76,31 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
             ),
         ),
         JobEvent::Stage { stage } => ("Stage".into(), format!("{short}: stage {stage} begins")),
+        JobEvent::Paused {
+            reason,
+            growth_bytes,
+            pause,
+            max_pauses,
+        } => (
+            "Paused a job".into(),
+            format!(
+                "{short}: {} (pause {pause} of {max_pauses}); swap grew {}. Resume or stop it in Headroom.",
+                why(reason.as_ref()),
+                format_bytes(*growth_bytes)
+            ),
+        ),
+        JobEvent::Resumed {
+            free_percent,
+            paused,
+            ..
+        } => (
+            "Resumed a job".into(),
+            format!(
+                "{short}: resumed after {} paused{}",
+                format_duration(*paused),
+                back(*free_percent)
+            ),
+        ),
         JobEvent::Stopped { reason } => ("Stopped a job".into(), format!("{short}: {reason}")),
         JobEvent::Finished { verdict } => (
             if verdict.fits {
@@ -64,4 +112,30 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
             format!("{short}: {verdict}"),
         ),
     }
+}
+
+/// What the guard does at the budget, as a past participle.
+fn done(then: OnBudget) -> &'static str {
+    match then {
+        OnBudget::Stop => "stopped",
+        OnBudget::Pause => "paused",
+    }
+}
+
+/// What the guard does at the budget, as a verb.
+fn verb(then: OnBudget) -> &'static str {
+    match then {
+        OnBudget::Stop => "stop",
+        OnBudget::Pause => "pause",
+    }
+}
+
+/// Why a job was paused.
+fn why(reason: Option<&StopReason>) -> String {
+    reason.map_or_else(|| "on request".to_string(), ToString::to_string)
+}
+
+/// Why it was resumed, when free memory brought it back.
+fn back(free_percent: Option<f64>) -> String {
+    free_percent.map_or_else(String::new, |f| format!(", free memory back at {f:.0}%"))
 }
