@@ -14,51 +14,6 @@ use std::time::Duration;
 use headroom_core::counters::Counters;
 use support::*;
 
-const LIMIT_MIB: u64 = 64;
-
-struct Rig {
-    _swap: SwapFile,
-    cgroup: MemCgroup,
-    bystander: Bystander,
-}
-
-fn rig() -> Rig {
-    Rig {
-        _swap: SwapFile::on(1024),
-        cgroup: MemCgroup::new(LIMIT_MIB),
-        bystander: Bystander::start(),
-    }
-}
-
-/// The hog's command line, run inside the rig's cgroup.
-fn hog_in_cgroup(rig: &Rig, size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
-    let argv = hog_argv(size, tag, extra);
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    rig.cgroup.wrap(&argv)
-}
-
-/// Starts the hog inside the rig's cgroup.
-fn spawn_hog(rig: &Rig, size: &str, tag: &str, extra: &[&str]) -> std::process::Child {
-    let wrapped = hog_in_cgroup(rig, size, tag, extra);
-    Command::new(&wrapped[0])
-        .args(&wrapped[1..])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn hog_argv(size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
-    let hog = hog_path();
-    let mut v = vec![
-        hog.display().to_string(),
-        size.to_string(),
-        "--tag".into(),
-        tag.to_string(),
-    ];
-    v.extend(extra.iter().map(|s| s.to_string()));
-    v
-}
-
 #[test]
 fn the_footprint_illusion_is_real() {
     let Some(_lock) = real_swap_lock() else {

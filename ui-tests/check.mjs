@@ -279,7 +279,7 @@ check('guard form: defaults, field errors by prefix, submit, cancel', async (pag
   await page.click('#guard-submit');
   await page.waitFor(() => !document.querySelector('#guard-form'));
   const call = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'guard').pop().args);
-  assert.deepEqual(call, { pid: 9031, swapBudget: '6G', killFree: '12' });
+  assert.deepEqual(call, { pid: 9031, swapBudget: '6G', killFree: '12', onBudget: 'stop' });
   await page.waitFor(() => [...document.querySelectorAll('.job')].some((j) =>
     j.querySelector('.job-pid').textContent === 'pid 9031' && j.dataset.mode === 'guard'));
 
@@ -287,6 +287,42 @@ check('guard form: defaults, field errors by prefix, submit, cancel', async (pag
   await page.waitFor(() => document.querySelector('#guard-form'));
   await page.key('Escape');
   await page.waitFor(() => !document.querySelector('#guard-form'));
+});
+
+check('pause at the budget: chosen in the form; pause, resume and stop in the row', async (page) => {
+  await page.goto(base);
+  await ready(page);
+  await page.click('.proc[data-pid="9031"] button[data-action="guard"]');
+  await page.waitFor(() => document.querySelector('#guard-on-budget'));
+  await page.eval(() => { document.querySelector('#guard-on-budget').value = 'pause'; });
+  await page.click('#guard-submit');
+  await page.waitFor(() => !document.querySelector('#guard-form'));
+  const call = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'guard').pop().args);
+  assert.equal(call.onBudget, 'pause');
+  const shown = () => page.eval(() => {
+    const row = [...document.querySelectorAll('.job')].find((j) => j.querySelector('.job-pid').textContent === 'pid 9031');
+    const visible = (a) => !row.querySelector(`button[data-action="${a}"]`).hidden;
+    return { id: row.dataset.id, state: row.dataset.state, pause: visible('pause'), resume: visible('resume'),
+      stop: visible('stop'), unguard: visible('unguard'), text: row.querySelector('.job-state').textContent };
+  });
+  let r = await shown();
+  assert.deepEqual([r.state, r.pause, r.resume, r.stop, r.unguard], ['running', true, false, false, true]);
+  await page.click(`.job[data-id="${r.id}"] button[data-action="pause"]`);
+  await page.waitFor(() => [...document.querySelectorAll('.job')].some((j) => j.dataset.state === 'paused'));
+  r = await shown();
+  // Paused: resume or stop it; it cannot be let go while stopped.
+  assert.deepEqual([r.state, r.pause, r.resume, r.stop, r.unguard, r.text], ['paused', false, true, true, false, 'paused']);
+  await page.click(`.job[data-id="${r.id}"] button[data-action="resume"]`);
+  await page.waitFor(() => !document.querySelector('.job[data-state="paused"]'));
+  r = await shown();
+  assert.match(r.text, /running · paused once/);
+  await page.click(`.job[data-id="${r.id}"] button[data-action="pause"]`);
+  await page.waitFor(() => document.querySelector('.job[data-state="paused"]'));
+  await page.click(`.job[data-id="${r.id}"] button[data-action="stop"]`);
+  await page.waitFor(() => [...document.querySelectorAll('.job')].some((j) =>
+    j.querySelector('.job-pid').textContent === 'pid 9031' && j.dataset.state === 'stopping'));
+  const names = await page.eval(() => window.__mock.calls.map((c) => c.name).filter((n) => n.endsWith('_job')));
+  assert.deepEqual(names, ['pause_job', 'resume_job', 'pause_job', 'stop_job']);
 });
 
 check('a running job that ends gets its verdict in place', async (page) => {

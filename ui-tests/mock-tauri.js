@@ -109,6 +109,15 @@
     return clone(job);
   }
 
+  function controlJob(id, from, to) {
+    const job = mock.jobs.find((j) => j.id === id);
+    if (!job) throw `job '${id}' is not one of the app's jobs`;
+    if (from && job.state !== from) throw `the job cannot be ${to} now`;
+    job.state = to;
+    if (to === 'paused') job.pauses = (job.pauses ?? 0) + 1;
+    return null;
+  }
+
   const commands = {
     get_status: ({ windowSeconds }) => statusFor(windowSeconds),
     get_chart: ({ dark }) => chart(!!dark),
@@ -120,7 +129,8 @@
     },
     get_jobs: () => clone(mock.jobs),
     watch: ({ pid }) => addJob(pid, 'watch', null),
-    guard: ({ pid, swapBudget, killFree }) => {
+    guard: ({ pid, swapBudget, killFree, onBudget }) => {
+      if (onBudget !== 'stop' && onBudget !== 'pause') throw `on budget: '${onBudget}' is not one of stop, pause`;
       const budget = parseSize(swapBudget);
       if (budget === null || budget <= 0) {
         throw `swap budget: invalid size '${swapBudget}': expected a number with an optional unit K, M, G or T (e.g. 8G)`;
@@ -128,8 +138,13 @@
       if (parsePercent(killFree) === null) {
         throw `kill free: invalid percentage '${killFree}': expected a number from 0 to 100`;
       }
-      return addJob(pid, 'guard', budget);
+      const job = addJob(pid, 'guard', budget);
+      mock.jobs[0].on_budget = onBudget;
+      return { ...job, on_budget: onBudget };
     },
+    pause_job: ({ id }) => controlJob(id, 'running', 'paused'),
+    resume_job: ({ id }) => controlJob(id, 'paused', 'running'),
+    stop_job: ({ id }) => controlJob(id, null, 'stopping'),
     unguard: ({ id }) => {
       if (typeof id !== 'string') throw `invalid args \`id\` for command \`unguard\`: expected a string`;
       const i = mock.jobs.findIndex((j) => j.id === id);

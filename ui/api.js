@@ -34,9 +34,15 @@ export function watch(pid) {
   return call('watch', { pid });
 }
 
-/** Start guarding a process; `swapBudget` and `killFree` are strings as typed. */
-export function guard(pid, swapBudget, killFree) {
-  return call('guard', { pid, swapBudget, killFree });
+/** Start guarding a process; `swapBudget` and `killFree` are strings as typed; `onBudget`
+ *  is 'stop' or 'pause'. */
+export function guard(pid, swapBudget, killFree, onBudget = 'stop') {
+  return call('guard', { pid, swapBudget, killFree, onBudget });
+}
+
+/** Pause, resume or stop one of the app's jobs: `action` is 'pause', 'resume' or 'stop'. */
+export function controlJob(action, id) {
+  return call(`${action}_job`, { id });
 }
 
 /** Stop watching/guarding a job (never kills it). */

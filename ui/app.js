@@ -216,7 +216,7 @@ async function refreshJobs() {
     const jobs = await api.getJobs();
     if (seq !== state.seq.jobs) return;
     state.jobs = Array.isArray(jobs) ? jobs : [];
-    renderJobs(state.jobs, { onUnguard });
+    renderJobs(state.jobs, { onUnguard, onControl });
     succeeded('jobs');
   } catch (error) {
     if (seq !== state.seq.jobs) return;
@@ -258,6 +258,22 @@ async function onUnguard(job, button) {
   }
 }
 
+const CONTROL_DONE = { pause: 'Paused', resume: 'Resumed', stop: 'Stopping' };
+
+async function onControl(job, action, button) {
+  if (!job) return;
+  button.disabled = true;
+  try {
+    await api.controlJob(action, job.id);
+    toast(`${CONTROL_DONE[action]} ${short(job.command)}`, { kind: 'info' });
+    await refreshJobs();
+  } catch (error) {
+    toast(`Couldn\u2019t ${action} it: ${errorText(error)}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
 async function onWatch(proc, button) {
   button.disabled = true;
   try {
@@ -272,8 +288,8 @@ async function onWatch(proc, button) {
 }
 
 /** Resolves when guarded; rejects with the command's error for the form to place. */
-async function onGuard(proc, budget, killFree) {
-  await api.guard(proc.pid, budget, killFree);
+async function onGuard(proc, budget, killFree, onBudget) {
+  await api.guard(proc.pid, budget, killFree, onBudget);
   toast(`Guarding ${short(proc.name)} (pid ${proc.pid})`, { kind: 'info' });
   refreshJobs().then(refreshProcesses);
 }

@@ -70,6 +70,7 @@ export function pressureWord(level) {
 export function stateWord(state) {
   switch (state) {
     case 'running': return 'running';
+    case 'paused': return 'paused';
     case 'stopping': return 'stopping…';
     case 'stopped': return 'stopped';
     case 'finished': return 'finished';

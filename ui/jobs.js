@@ -5,13 +5,30 @@ import { formatBytes, formatSignedBytes, modeWord, stateWord, budgetUse } from '
 
 const rows = new Map(); // job id -> row element
 
-function createRow(id, onUnguard) {
+/** The buttons of a job's row: [action, label, title, shown(job)]. */
+const CONTROLS = [
+  ['pause', 'Pause', 'Pause it now (SIGSTOP): it keeps its memory and stops growing swap',
+    (job) => job.mode === 'guard' && job.state === 'running'],
+  ['resume', 'Resume', 'Continue it, with a new budget from swap in use now',
+    (job) => job.state === 'paused'],
+  ['stop', 'Stop', 'Stop it now (SIGTERM, then SIGKILL)', (job) => job.state === 'paused'],
+];
+
+function createRow(id, onUnguard, onControl) {
   const command = el('span', { class: 'job-command' });
   const badge = el('span', { class: 'badge mode' });
   const unguard = el('button', {
     class: 'button small unguard', type: 'button', dataset: { action: 'unguard', id: String(id) },
   });
   unguard.addEventListener('click', () => onUnguard(row.jobData, unguard));
+  const controls = CONTROLS.map(([action, label, title]) => {
+    const button = el('button', {
+      class: `button small job-${action}`, type: 'button', text: label, dataset: { action, id: String(id) },
+    });
+    setAttr(button, 'title', title);
+    button.addEventListener('click', () => onControl(row.jobData, action, button));
+    return button;
+  });
   const fill = el('div', { class: 'bar-fill' });
   // The bar and the verdict are only in the DOM when shown (`.job .verdict` = a verdict).
   const bar = el('div', { class: 'bar', attrs: { role: 'meter', 'aria-valuemin': '0' } }, fill);
@@ -25,8 +42,8 @@ function createRow(id, onUnguard) {
   const peak = el('span', { class: 'job-peak num' });
   const meta = el('div', { class: 'job-meta' }, stateEl, pid, peak);
   const row = el('li', { class: 'job', dataset: { id: String(id) } },
-    el('div', { class: 'job-main' }, badge, command, unguard), meter, meta);
-  row.parts = { command, badge, unguard, meter, bar, fill, growth, verdict, stages, meta, stateEl, pid, peak };
+    el('div', { class: 'job-main' }, badge, command, ...controls, unguard), meter, meta);
+  row.parts = { command, badge, unguard, controls, meter, bar, fill, growth, verdict, stages, meta, stateEl, pid, peak };
   return row;
 }
 
@@ -47,6 +64,9 @@ function updateRow(row, job) {
   const canUnguard = !job.read_only && job.mode !== 'external' && job.state === 'running';
   p.unguard.hidden = !canUnguard;
   setText(p.unguard, job.mode === 'watch' ? 'Unwatch' : 'Unguard');
+  CONTROLS.forEach(([, , , shown], i) => {
+    p.controls[i].hidden = job.read_only || job.mode === 'external' || !shown(job);
+  });
   setAttr(p.unguard, 'title', job.mode === 'watch'
     ? 'Stop watching (the process keeps running)'
     : 'Stop guarding (the process keeps running)');
@@ -85,7 +105,8 @@ function updateRow(row, job) {
   setText(p.stages, marked.length ? `stages: ${marked.map((st) => (st.swap_growth_bytes > 0
     ? `${st.name} ${formatSignedBytes(st.swap_growth_bytes)}` : st.name)).join(' · ')}` : '');
 
-  setText(p.stateEl, stateWord(job.state));
+  const pauses = job.pauses ? ` · paused ${job.pauses === 1 ? 'once' : `${job.pauses}×`}` : '';
+  setText(p.stateEl, stateWord(job.state) + (job.state === 'paused' ? '' : pauses));
   p.stateEl.dataset.state = job.state;
   setText(p.pid, `pid ${job.pid}`);
   p.peak.hidden = job.peak_footprint_bytes == null;
@@ -94,7 +115,7 @@ function updateRow(row, job) {
 }
 
 /** Renders `jobs` into #jobs, reusing rows by id. */
-export function renderJobs(jobs, { onUnguard }) {
+export function renderJobs(jobs, { onUnguard, onControl }) {
   const list = document.getElementById('jobs');
   const empty = document.getElementById('jobs-empty');
   const seen = new Set();
@@ -104,7 +125,7 @@ export function renderJobs(jobs, { onUnguard }) {
     seen.add(key);
     let row = rows.get(key);
     if (!row) {
-      row = createRow(job.id, onUnguard);
+      row = createRow(job.id, onUnguard, onControl);
       rows.set(key, row);
     }
     updateRow(row, job);
@@ -120,7 +141,7 @@ export function renderJobs(jobs, { onUnguard }) {
 export function trackedPids(jobs) {
   const map = new Map();
   for (const job of jobs) {
-    if (job.state === 'running' || job.state === 'stopping') {
+    if (job.state === 'running' || job.state === 'paused' || job.state === 'stopping') {
       // A guard outranks a watch on the same pid.
       if (map.get(job.pid) !== 'guard') map.set(job.pid, job.mode);
     }

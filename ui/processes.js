@@ -172,6 +172,11 @@ function buildGuardRow(proc, defaults) {
   killFree.input.value = defaults.killFree ?? '';
   killFree.input.placeholder = '10';
   killFree.input.inputMode = 'decimal';
+  const onBudget = el('select', { id: 'guard-on-budget' },
+    el('option', { value: 'stop', text: 'Stop it' }),
+    el('option', { value: 'pause', text: 'Pause it (resume later)' }));
+  const onBudgetWrap = el('div', { class: 'field' },
+    el('label', { attrs: { for: 'guard-on-budget' }, text: 'At the budget' }), onBudget);
   const general = el('p', { class: 'field-error', id: 'guard-error', hidden: true, attrs: { role: 'alert' } });
   const cancel = el('button', { class: 'button', type: 'button', id: 'guard-cancel', text: 'Cancel' });
   const submit = el('button', { class: 'button primary', type: 'submit', id: 'guard-submit', text: 'Guard' });
@@ -180,8 +185,8 @@ function buildGuardRow(proc, defaults) {
     el('span', { class: 'guard-pid', text: `pid ${proc.pid}` }));
   const form = el('form', { id: 'guard-form', class: 'guard-form', noValidate: true, attrs: { 'aria-label': `Guard ${proc.name}` } },
     title,
-    el('div', { class: 'guard-fields' }, budget.wrap, killFree.wrap),
-    el('p', { class: 'guard-help', text: 'Stops it and its children when its swap growth passes the budget or free memory stays below the floor. A warning comes first.' }),
+    el('div', { class: 'guard-fields' }, budget.wrap, killFree.wrap, onBudgetWrap),
+    el('p', { class: 'guard-help', text: 'Stops (or pauses) it and its children when its swap growth passes the budget or free memory stays below the floor. A warning comes first.' }),
     general,
     el('div', { class: 'form-actions' }, cancel, submit));
   const row = el('li', { class: 'guard-row', dataset: { pid: String(proc.pid) } }, form);
@@ -203,7 +208,7 @@ function buildGuardRow(proc, defaults) {
     submit.disabled = true;
     setText(submit, 'Guarding…');
     try {
-      await handlers.onGuard(proc, budget.input.value, killFree.input.value);
+      await handlers.onGuard(proc, budget.input.value, killFree.input.value, onBudget.value);
       closeGuardForm();
     } catch (error) {
       const { field: which, message } = matchFieldError(error, GUARD_FIELDS);

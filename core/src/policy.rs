@@ -612,11 +612,10 @@ impl JobState {
     }
 
     /// A resume grants a new budget, measured from `swap_used_bytes` (swap in use now); the
-    /// verdict still counts growth from the job's start. The rate and the strikes restart.
+    /// verdict still counts growth from the job's start. The strikes restart; the rate
+    /// history is kept, so a job that resumes at full speed is projected from its first check.
     pub fn rebase(&mut self, swap_used_bytes: u64) {
         self.budget_base_bytes = swap_used_bytes;
-        self.recent.clear();
-        self.rate_bytes_per_second = 0.0;
         self.projected_crossings = 0;
         self.low_free_strikes = 0;
     }

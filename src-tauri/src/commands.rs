@@ -299,13 +299,7 @@ pub fn unguard(state: State<'_, AppState>, id: String) -> Result<(), String> {
         .strip_prefix("job-")
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| format!("job '{id}' cannot be unguarded here"))?;
-    let identity = lock(&state.monitor)
-        .jobs
-        .remove(n)
-        .ok_or_else(|| format!("no job '{id}'"))?;
-    state.sampler.untrack(identity);
-    crate::persist::job_removed(&state, identity);
-    Ok(())
+    crate::jobs::release(&state, n)
 }
 
 /// Jobs of the app, and read-only ones of `headroom guard` runs in terminals.

@@ -52,6 +52,35 @@ pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32) -> Re
     act(app, job, control)
 }
 
+/// Spares job `job_id` ("Spare it"): it is no longer guarded; its processes keep running. A
+/// paused job is resumed first, never let go while stopped.
+pub fn spare<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> {
+    let state = app
+        .try_state::<AppState>()
+        .ok_or_else(|| "Headroom is shutting down".to_string())?;
+    if lock(&state.monitor).jobs.is_paused(job_id) {
+        act(app, job_id, Control::Resume)?;
+    }
+    release(&state, job_id)
+}
+
+/// Stops watching or guarding job `job_id` (its processes keep running); refused while it
+/// is paused: a paused job is never let go.
+pub fn release(state: &AppState, job_id: u64) -> Result<(), String> {
+    let mut monitor = lock(&state.monitor);
+    if monitor.jobs.is_paused(job_id) {
+        return Err("it is paused: resume or stop it first (a paused job is never let go)".into());
+    }
+    let identity = monitor
+        .jobs
+        .remove(job_id)
+        .ok_or_else(|| "the job is gone".to_string())?;
+    drop(monitor);
+    state.sampler.untrack(identity);
+    crate::persist::job_removed(state, identity);
+    Ok(())
+}
+
 fn past(control: Control) -> &'static str {
     match control {
         Control::Pause => "paused",

@@ -380,3 +380,154 @@ fn db_execute(db: &std::path::Path, sql: &str) -> usize {
         .execute(sql, [])
         .unwrap()
 }
+
+/// The state letter of `pid` (`T` when stopped), from `/proc`.
+#[cfg(target_os = "linux")]
+fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+#[cfg(target_os = "linux")]
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        f()
+    })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_the_app() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    {
+        let app = app_in(home.path());
+        crate::ticker::start(app.window.app_handle().clone());
+        // A 100 % floor is crossed at once: with pause, the job is paused, not stopped.
+        let job = call(
+            &app,
+            "guard",
+            json!({"pid": pid, "swapBudget": "8G", "killFree": "100", "onBudget": "pause"}),
+        )
+        .unwrap();
+        assert_eq!(job["on_budget"], "pause");
+        assert!(eventually(|| proc_state(pid) == Some('T')), "not paused");
+        let jobs = call(&app, "get_jobs", json!({})).unwrap();
+        assert_eq!(jobs[0]["state"], "paused", "{jobs}");
+        let id = jobs[0]["id"].clone();
+        // A paused job is never let go.
+        let refused = call(&app, "unguard", json!({ "id": id })).unwrap_err();
+        assert!(refused.as_str().unwrap().contains("paused"), "{refused}");
+        assert_eq!(proc_state(pid), Some('T'));
+        let bad = call(
+            &app,
+            "guard",
+            json!({"pid": pid, "swapBudget": "8G", "killFree": "10", "onBudget": "later"}),
+        )
+        .unwrap_err();
+        assert!(bad.as_str().unwrap().starts_with("on budget:"), "{bad}");
+    }
+    // Restarted: still stopped, shown paused; resumed, then stopped from the popover.
+    let app = app_in(home.path());
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
+    assert_eq!(jobs[0]["state"], "paused", "{jobs}");
+    assert_eq!(jobs[0]["pauses"], 1);
+    assert_eq!(proc_state(pid), Some('T'));
+    let id = jobs[0]["id"].clone();
+    call(&app, "resume_job", json!({ "id": id })).unwrap();
+    assert!(eventually(|| proc_state(pid) != Some('T')), "not resumed");
+    let again = call(&app, "resume_job", json!({ "id": id })).unwrap_err();
+    assert!(again.as_str().unwrap().contains("not paused"), "{again}");
+    call(&app, "pause_job", json!({ "id": id })).unwrap();
+    assert!(
+        eventually(|| proc_state(pid) == Some('T')),
+        "not paused again"
+    );
+    call(&app, "stop_job", json!({ "id": id })).unwrap();
+    assert!(
+        eventually(|| child.try_wait().unwrap().is_some()),
+        "a paused job was not stopped (state {:?})",
+        proc_state(pid)
+    );
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    assert!(
+        eventually(|| call(&app, "get_jobs", json!({})).unwrap()[0]["state"] == "stopped"),
+        "{jobs}"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn notification_buttons_spare_pause_resume_and_stop() {
+    use headroom_core::policy::{JobEvent, OnBudget, StopReason};
+    let warning = JobEvent::Warning {
+        growth_bytes: 1,
+        budget_bytes: 2,
+        then: OnBudget::Stop,
+    };
+    let paused = JobEvent::Paused {
+        reason: Some(StopReason::Requested),
+        growth_bytes: 1,
+        pause: 1,
+        max_pauses: 3,
+    };
+    let keys = |e: &JobEvent| {
+        crate::notify::actions(e)
+            .iter()
+            .map(|a| a.0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&warning), ["spare", "pause"]);
+    assert_eq!(keys(&paused), ["resume", "stop"]);
+
+    let app = app();
+    let handle = app.window.app_handle().clone();
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "8G", "killFree": "0"}),
+    )
+    .unwrap();
+    let job_id = || {
+        let jobs = call(&app, "get_jobs", json!({})).unwrap();
+        jobs[0]["id"].as_str().unwrap()[4..].parse::<u64>().unwrap()
+    };
+    let id = job_id();
+    crate::notify::answer(&handle, id, "pause").unwrap();
+    assert!(eventually(|| proc_state(pid) == Some('T')));
+    crate::notify::answer(&handle, id, "resume").unwrap();
+    assert!(eventually(|| proc_state(pid) != Some('T')));
+    // "Spare it" on a paused job resumes it, then lets it go.
+    crate::notify::answer(&handle, id, "pause").unwrap();
+    assert!(eventually(|| proc_state(pid) == Some('T')));
+    crate::notify::answer(&handle, id, "spare").unwrap();
+    assert!(eventually(|| proc_state(pid) != Some('T')));
+    assert!(call(&app, "get_jobs", json!({}))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(child.try_wait().unwrap().is_none(), "spared, not stopped");
+    call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "8G", "killFree": "0"}),
+    )
+    .unwrap();
+    crate::notify::answer(&handle, job_id(), "stop").unwrap();
+    assert!(
+        eventually(|| child.try_wait().unwrap().is_some()),
+        "not stopped"
+    );
+}

@@ -143,7 +143,7 @@ pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
             }
             // A stage beginning is shown in the job's row, not notified.
             if !matches!(event, headroom_core::policy::JobEvent::Stage { .. }) {
-                crate::notify::job_event(app, &command, &event);
+                crate::notify::job_event(app, job_id, &command, &event);
             }
         }
         Action::Pause { job_id, members } => signal_job(app, job_id, &members, pause_members),

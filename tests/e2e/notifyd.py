@@ -3,7 +3,12 @@
 
 Owns `org.freedesktop.Notifications` on the session bus (the freedesktop Desktop
 Notifications spec, as GNOME's and dunst's servers do) and appends every notification it is
-sent to a JSON-lines file: {"app", "summary", "body", "id", "at"}. Usage: notifyd.py OUT.jsonl
+sent to a JSON-lines file: {"app", "summary", "body", "actions", "id", "at"}. Usage:
+notifyd.py OUT.jsonl
+
+A user's click on a notification's button is the server's `ActionInvoked(id, key)` signal: the
+tests "click" by calling `org.headroom.TestNotifyd.Click(id, key)` on the same object, which
+emits exactly that signal, as GNOME's or dunst's server would.
 """
 import asyncio
 import json
@@ -34,6 +39,7 @@ class Notifications(ServiceInterface):
         self.next_id += 1
         with open(self.out_path, "a") as f:
             f.write(json.dumps({"app": app_name, "summary": summary, "body": body,
+                                "actions": dict(zip(actions[::2], actions[1::2])),
                                 "id": self.next_id, "at": time.time()}) + "\n")
         return self.next_id
 
@@ -50,9 +56,24 @@ class Notifications(ServiceInterface):
         return [id, action_key]
 
 
+class Clicks(ServiceInterface):
+    """The tests' hand on the mouse: a click on button `key` of notification `id`."""
+
+    def __init__(self, server):
+        super().__init__("org.headroom.TestNotifyd")
+        self.server = server
+
+    @method()
+    def Click(self, id: "u", key: "s"):
+        self.server.ActionInvoked(id, key)
+        self.server.NotificationClosed(id, 2)
+
+
 async def main(out_path):
     bus = await MessageBus().connect()
-    bus.export("/org/freedesktop/Notifications", Notifications(out_path))
+    server = Notifications(out_path)
+    bus.export("/org/freedesktop/Notifications", server)
+    bus.export("/org/freedesktop/Notifications", Clicks(server))
     await bus.request_name("org.freedesktop.Notifications")
     print("notifyd: ready", flush=True)
     await asyncio.get_running_loop().create_future()

@@ -161,3 +161,96 @@ def test_a_watched_job_shows_its_stages(driver, rig, notifications):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def click(notification, key):
+    """A click on button `key` of `notification`, as the notification server reports it."""
+    assert key in notification["actions"], notification
+    subprocess.run(["dbus-send", "--session", "--type=method_call", "--dest=org.freedesktop.Notifications",
+                    "/org/freedesktop/Notifications", "org.headroom.TestNotifyd.Click",
+                    f"uint32:{notification['id']}", f"string:{key}"], check=True, timeout=10)
+
+
+def state_of(pid):
+    """The process's state letter (T when stopped), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0]
+    except (OSError, IndexError):
+        return None
+
+
+# Allocates 320 MiB in 8 MiB steps every 50 ms (slow enough that the guard warns before it
+# would act), then holds it.
+ALLOCATE = ("import sys, time\nheld = []\nfor _ in range(40):\n    held.append(bytearray(b'x' * (8 << 20)))\n"
+            "    time.sleep(0.05)\ntime.sleep(120)\n")
+
+
+def guard_from_row(driver, pid, needle, budget, on_budget="stop"):
+    search = driver.find_element(By.ID, "search")
+    search.clear()
+    search.send_keys(needle)
+    row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{pid}']"), what="the row")
+    # (A toast may cover the row's button: the click goes to the button itself.)
+    driver.execute_script("arguments[0].click()", row.find_element(By.CSS_SELECTOR, "[data-action='guard']"))
+    field = wait_for(lambda: driver.find_element(By.ID, "guard-budget"), what="guard form")
+    field.clear()
+    field.send_keys(budget)
+    driver.execute_script(f"document.getElementById('guard-on-budget').value = '{on_budget}'")
+    driver.execute_script("arguments[0].click()", driver.find_element(By.ID, "guard-submit"))
+    return wait_for(lambda: [j for j in driver.find_elements(By.CSS_SELECTOR, "#jobs .job")
+                             if f"pid {pid}" in j.get_attribute("textContent")
+                             and j.get_attribute("data-mode") == "guard"], what="the guard row")[0]
+
+
+def newest(notifications, summary, after):
+    found = [n for n in notifications() if n["summary"] == summary and n["id"] > after]
+    return found[-1] if found else None
+
+
+def test_notification_buttons_pause_resume_stop_and_spare(driver, rig, notifications):
+    """The warning's "Pause now" pauses the job (every process stopped, row paused); the pause's
+    "Resume" continues it; a pause from the row, then its notification's "Stop", stops it. A
+    second job's warning "Spare it" lets it go, running. Clicked through D-Bus ActionInvoked."""
+    seen = max([n["id"] for n in notifications()] or [0])
+    first = subprocess.Popen(rig.wrap(["python3", "-c", ALLOCATE, "e2e-buttons-1"]), stderr=subprocess.DEVNULL)
+    second = None
+    try:
+        job = guard_from_row(driver, first.pid, "e2e-buttons-1", "300M")
+        warning = wait_for(lambda: newest(notifications, "Guard about to stop a job", seen),
+                           timeout=60, what="the warning")
+        assert set(warning["actions"]) == {"spare", "pause"}, warning
+        click(warning, "pause")
+        wait_for(lambda: state_of(first.pid) == "T", what="paused by the notification")
+        wait_for(lambda: job.get_attribute("data-state") == "paused", what="the row says paused")
+        pause = wait_for(lambda: newest(notifications, "Paused a job", warning["id"]), what="the pause notification")
+        assert set(pause["actions"]) == {"resume", "stop"}, pause
+        shot(driver, "popover-paused.png")
+        click(pause, "resume")
+        wait_for(lambda: state_of(first.pid) not in ("T", None), what="resumed by the notification")
+        wait_for(lambda: job.get_attribute("data-state") == "running", what="the row says running")
+        job.find_element(By.CSS_SELECTOR, "[data-action='pause']").click()
+        wait_for(lambda: state_of(first.pid) == "T", what="paused from the row")
+        again = wait_for(lambda: newest(notifications, "Paused a job", pause["id"]), what="the second pause")
+        click(again, "stop")
+        assert first.wait(30) != 0, "stopped by a signal"
+        wait_for(lambda: job.get_attribute("data-state") == "stopped", what="the row says stopped")
+        verdict = job.find_element(By.CSS_SELECTOR, ".verdict").get_attribute("textContent")
+        assert "paused twice" in verdict, verdict
+
+        latest = max(n["id"] for n in notifications())
+        second = subprocess.Popen(rig.wrap(["python3", "-c", ALLOCATE, "e2e-buttons-2"]), stderr=subprocess.DEVNULL)
+        guard_from_row(driver, second.pid, "e2e-buttons-2", "300M")
+        warning = wait_for(lambda: newest(notifications, "Guard about to stop a job", latest),
+                           timeout=60, what="the second warning")
+        click(warning, "spare")
+        wait_for(lambda: not [j for j in driver.find_elements(By.CSS_SELECTOR, "#jobs .job")
+                              if f"pid {second.pid}" in j.get_attribute("textContent")
+                              and j.get_attribute("data-state") == "running"], what="the spared job let go")
+        time.sleep(1)
+        assert second.poll() is None and state_of(second.pid) not in ("T", None), "spared: still running"
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()

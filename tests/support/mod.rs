@@ -336,3 +336,53 @@ fn tempfile_dir() -> PathBuf {
     fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The memory limit of the lab's cgroup.
+pub const LIMIT_MIB: u64 = 64;
+
+/// The swap lab: a 1 GiB swap file, a memory cgroup limited to [`LIMIT_MIB`], and a
+/// bystander that must outlive every test.
+pub struct Rig {
+    pub _swap: SwapFile,
+    pub cgroup: MemCgroup,
+    pub bystander: Bystander,
+}
+
+/// Sets up the swap lab (root; take [`real_swap_lock`] first).
+pub fn rig() -> Rig {
+    Rig {
+        _swap: SwapFile::on(1024),
+        cgroup: MemCgroup::new(LIMIT_MIB),
+        bystander: Bystander::start(),
+    }
+}
+
+/// The hog's command line, run inside the rig's cgroup.
+pub fn hog_in_cgroup(rig: &Rig, size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
+    let argv = hog_argv(size, tag, extra);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    rig.cgroup.wrap(&argv)
+}
+
+/// Starts the hog inside the rig's cgroup.
+pub fn spawn_hog(rig: &Rig, size: &str, tag: &str, extra: &[&str]) -> std::process::Child {
+    let wrapped = hog_in_cgroup(rig, size, tag, extra);
+    Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The hog's command line: SIZE, a tag, then `extra`.
+pub fn hog_argv(size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
+    let hog = hog_path();
+    let mut v = vec![
+        hog.display().to_string(),
+        size.to_string(),
+        "--tag".into(),
+        tag.to_string(),
+    ];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}

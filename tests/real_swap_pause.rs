@@ -1,0 +1,178 @@
+//! `--on-budget pause` on real swap (root; the swap lab of `support`): a hog passing its
+//! budget is paused, swap stops growing while it is (measured), `headroom resume` continues
+//! it with a new budget, `--resume-free` resumes it by itself, and past `--max-pauses` the
+//! next crossing stops it. No process is left stopped (state T).
+
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::fs;
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::*;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Starts `headroom guard ARGS -- argv` with stdout and stderr in files; returns the child
+/// and the two paths.
+fn start_guard(
+    args: &[&str],
+    argv: &[String],
+    name: &str,
+) -> (std::process::Child, [std::path::PathBuf; 2]) {
+    let dir = test_home().join(name);
+    fs::create_dir_all(&dir).unwrap();
+    let paths = [dir.join("stdout"), dir.join("stderr")];
+    let child = headroom()
+        .arg("guard")
+        .args(args)
+        .arg("--")
+        .args(argv)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&paths[0]).unwrap())
+        .stderr(fs::File::create(&paths[1]).unwrap())
+        .spawn()
+        .unwrap();
+    (child, paths)
+}
+
+fn read(path: &std::path::Path) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The job's pid, from the guard's "`headroom resume PID` continues it" line.
+fn resume_pid(stderr: &str) -> Option<u32> {
+    let at = stderr.find("headroom resume ")? + "headroom resume ".len();
+    stderr[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn wait_exit(child: &mut std::process::Child) -> Option<i32> {
+    let mut code = None;
+    let done = wait_until(WAIT, || match child.try_wait() {
+        Ok(Some(status)) => {
+            code = status.code();
+            true
+        }
+        _ => false,
+    });
+    assert!(done, "the guard did not end");
+    code
+}
+
+#[test]
+fn a_paused_hog_stops_growing_swap_and_completes_after_resume() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("pause-resume");
+    let argv = hog_in_cgroup(&rig, "300M", &tag, &["--hold", "2"]);
+    let args = [
+        "--wait-free",
+        "0",
+        "--swap-budget",
+        "100M",
+        "--on-budget",
+        "pause",
+        "--json",
+    ];
+    let (mut guard, [out, err]) = start_guard(&args, &argv, &tag);
+    assert!(
+        wait_until(WAIT, || resume_pid(&read(&err)).is_some()),
+        "never paused: {}",
+        read(&err)
+    );
+    let pid = resume_pid(&read(&err)).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || proc_state(pid) == Some('T')),
+        "the hog is not stopped: {:?}",
+        proc_state(pid)
+    );
+    // Paused: swap stops growing because of it (measured over 3 s).
+    let before = swap_used_bytes();
+    std::thread::sleep(Duration::from_secs(3));
+    let after = swap_used_bytes();
+    eprintln!(
+        "swap while paused: {} MiB -> {} MiB",
+        before >> 20,
+        after >> 20
+    );
+    assert!(
+        after <= before + (16 << 20),
+        "swap grew {} MiB while paused",
+        (after - before) >> 20
+    );
+    assert_eq!(proc_state(pid), Some('T'));
+    // More room for it, then resumed from "another terminal": it completes.
+    rig.cgroup.set_limit(1024);
+    let mut resume = headroom();
+    resume.args(["resume", &pid.to_string()]);
+    let (code, _, resume_err) = run_to_files(resume);
+    assert_eq!(code, Some(0), "{resume_err}");
+    assert_eq!(wait_exit(&mut guard), Some(0), "{}", read(&err));
+    let stderr = read(&err);
+    assert!(stderr.contains("resumed"), "{stderr}");
+    assert!(stderr.contains("paused once for"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&read(&out)).unwrap();
+    assert_eq!(summary["exit_code"], 0);
+    assert_eq!(summary["verdict"]["pauses"], 1);
+    assert_eq!(summary["verdict"]["ended"]["kind"], "exited");
+    assert!(live_with_tag(&tag).iter().all(|&p| p == guard.id()));
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn resume_free_resumes_by_itself_and_max_pauses_then_stops() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let mut rig = rig();
+    let tag = tag("pause-auto");
+    let argv = hog_in_cgroup(&rig, "500M", &tag, &[]);
+    let args = [
+        "--wait-free",
+        "0",
+        "--swap-budget",
+        "60M",
+        "--on-budget",
+        "pause",
+        "--max-pauses",
+        "2",
+        "--resume-free",
+        "1",
+        "--resume-calm",
+        "1s",
+        "--grace",
+        "2s",
+        "--json",
+    ];
+    let (mut guard, [out, err]) = start_guard(&args, &argv, &tag);
+    assert_eq!(wait_exit(&mut guard), Some(3), "{}", read(&err));
+    let stderr = read(&err);
+    assert_eq!(stderr.matches("free memory back at").count(), 2, "{stderr}");
+    assert!(stderr.contains("pause 2 of 2"), "{stderr}");
+    assert!(stderr.contains("stopping"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&read(&out)).unwrap();
+    assert_eq!(summary["verdict"]["pauses"], 2);
+    assert_eq!(summary["verdict"]["ended"]["kind"], "stopped");
+    // Each resume granted a new 60M budget: the whole growth passed one budget.
+    let growth = summary["verdict"]["swap_growth_bytes"].as_u64().unwrap();
+    assert!(growth > 120 << 20, "growth {} MiB", growth >> 20);
+    assert!(
+        wait_until(Duration::from_secs(5), || live_with_tag(&tag).is_empty()),
+        "left (states {:?})",
+        live_with_tag(&tag)
+            .iter()
+            .map(|&p| proc_state(p))
+            .collect::<Vec<_>>()
+    );
+    rig.bystander.assert_alive();
+}
