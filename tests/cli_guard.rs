@@ -318,3 +318,46 @@ fn bad_traces_name_file_and_line_and_cut_lines_are_tolerated() {
     assert_eq!(c, Some(1));
     assert!(err.contains("/nonexistent.jsonl"), "{err}");
 }
+
+#[test]
+fn the_readme_documents_every_flag_and_command() {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let (_, top, _) = code(&["--help"]);
+    let commands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.contains(&"resume"), "{top}");
+    for command in commands {
+        assert!(
+            readme.contains(&format!("headroom {command}"))
+                || readme.contains(&format!("|{command}")),
+            "README lacks `headroom {command}`"
+        );
+    }
+    for command in ["guard", "watch"] {
+        let (_, help, _) = code(&[command, "--help"]);
+        let flags: Vec<&str> = help
+            .split(|c: char| c.is_whitespace() || c == ',' || c == '=')
+            .filter(|w| {
+                w.starts_with("--")
+                    && w.len() > 2
+                    && w[2..].chars().all(|c| c.is_ascii_lowercase() || c == '-')
+            })
+            .filter(|w| !matches!(*w, "--help" | "--verbose" | "--version"))
+            .collect();
+        assert!(flags.len() >= 10, "{command} --help: {flags:?}");
+        for flag in flags {
+            assert!(
+                readme.contains(&format!("`{flag}")),
+                "README lacks {flag} of {command}"
+            );
+        }
+    }
+}

@@ -306,3 +306,27 @@ fn control_requests_need_a_job_and_valid_flags() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--on-budget"), "{err}");
 }
+
+#[test]
+fn a_guard_killed_outright_leaves_no_stopped_job_behind() {
+    // SIGKILL cannot be caught: the kernel itself sends SIGHUP and SIGCONT to the job's
+    // process group once it is orphaned with a stopped member.
+    let tag = tag("paused-guard-kill");
+    let (mut guard, leader) = guarded_hogs(&tag, &[]);
+    let me = guard.child.id();
+    assert_eq!(control("pause", leader).0, Some(0));
+    assert!(
+        wait_until(WAIT, || all_in_state(&tag, me, 'T')),
+        "not paused"
+    );
+    guard.child.kill().unwrap();
+    guard.child.wait().unwrap();
+    assert!(
+        wait_until(WAIT, || hogs(&tag, me).is_empty()),
+        "left behind (states {:?})",
+        hogs(&tag, me)
+            .iter()
+            .map(|&p| proc_state(p))
+            .collect::<Vec<_>>()
+    );
+}

@@ -240,3 +240,53 @@ fn ctrl_z_suspends_the_job_and_fg_continues_it() {
         sh.output()
     );
 }
+
+#[test]
+fn ctrl_c_stops_a_paused_job() {
+    let mut sh = Shell::start();
+    let tag = tag("tty-paused");
+    sh.send(&format!(
+        r#"headroom guard --wait-free 0 --on-budget pause -- sh -c 'echo rea""dy; sleep 30' {tag}; echo rc-paused=$?"#
+    ));
+    sh.send("\n");
+    assert!(
+        sh.wait_for("ready", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    // The job's leader (the guard's own command line holds the tag too).
+    let leader = live_with_tag(&tag)
+        .into_iter()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0-c"))
+        })
+        .unwrap();
+    let paused = support::headroom()
+        .args(["pause", &leader.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        paused.status.success(),
+        "{}",
+        String::from_utf8_lossy(&paused.stderr)
+    );
+    assert!(
+        sh.wait_for("or Ctrl-C here", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    // The guard holds the terminal while the job is paused: Ctrl-C reaches it and stops the job.
+    std::thread::sleep(Duration::from_millis(300));
+    sh.send("\x03");
+    assert!(
+        sh.wait_for("rc-paused=130", Duration::from_secs(15)),
+        "{}\n{}",
+        sh.output(),
+        processes()
+    );
+    assert!(
+        live_with_tag(&tag).is_empty(),
+        "left behind: {}",
+        processes()
+    );
+}
