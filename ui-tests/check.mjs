@@ -369,12 +369,20 @@ check('settings: load, field error by prefix, save', async (page) => {
   assert.ok(await page.eval(() => document.querySelector('#set-default-budget-error').hidden));
   await page.type('#set-default-kill-free', '10');
   await page.click('#set-launch-at-login');
+  // Metrics: the address is checked, its error lands under its field.
+  await page.click('#set-serve-metrics');
+  await page.type('#set-metrics-address', 'anywhere');
+  await page.click('#settings-save');
+  await page.waitFor(() => !document.querySelector('#set-metrics-address-error').hidden);
+  assert.match(await page.eval(() => document.querySelector('#set-metrics-address-error').textContent), /^invalid address 'anywhere'/);
+  await page.type('#set-metrics-address', '127.0.0.1:9200');
   await page.click('#settings-save');
   await page.waitFor(() => document.querySelector('#settings-status').textContent === 'Saved');
   const saved = await page.eval(() => window.__mock.settings);
   assert.deepEqual(saved, {
     sample_interval: '0.5s', notify_step: '512M', default_swap_budget: '12G', default_kill_free: '10',
     tight_compressed: '2G', tight_free: '20', launch_at_login: true,
+    serve_metrics: true, metrics_address: '127.0.0.1:9200',
   });
   await page.click('#settings-back');
   await page.waitFor(() => !document.querySelector('#main-view').hidden);

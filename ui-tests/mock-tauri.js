@@ -56,6 +56,7 @@
     ],
     settings: {
       sample_interval: '0.5s', notify_step: '512M', default_swap_budget: '8G', default_kill_free: '10', tight_compressed: '2G', tight_free: '20', launch_at_login: false,
+      serve_metrics: false, metrics_address: '127.0.0.1:9101',
     },
     nextJobId: 8,
   };
@@ -168,6 +169,9 @@
       }
       if (parsePercent(settings.default_kill_free.replace(/%$/, '')) === null) {
         throw `default free-memory floor: must be a percent from 0 to 100, not ${settings.default_kill_free}`;
+      }
+      if (!/^[\d.]+:\d+$/.test(settings.metrics_address)) {
+        throw `metrics address: invalid address '${settings.metrics_address}': expected IP:PORT, e.g. 127.0.0.1:9101`;
       }
       mock.settings = clone(settings);
       return clone(mock.settings);

@@ -22,8 +22,11 @@ const FIELDS = {
   },
   tight_free: { id: 'set-tight-free', names: ['tight free floor', 'tight free'] },
   launch_at_login: { id: 'set-launch-at-login', names: ['launch at login'] },
+  serve_metrics: { id: 'set-serve-metrics', names: ['serve metrics'] },
+  metrics_address: { id: 'set-metrics-address', names: ['metrics address'] },
 };
-const TEXT_KEYS = ['sample_interval', 'notify_step', 'default_swap_budget', 'tight_compressed', 'tight_free'];
+const TEXT_KEYS = ['sample_interval', 'notify_step', 'default_swap_budget', 'tight_compressed', 'tight_free',
+  'metrics_address'];
 
 let current = null; // the settings last loaded or saved
 let dirty = false; // edited since the form was last filled: a late load must not overwrite
@@ -56,6 +59,7 @@ function fill(settings) {
   const kill = settings.default_kill_free;
   $(FIELDS.default_kill_free.id).value = kill == null ? '' : String(kill);
   $(FIELDS.launch_at_login.id).checked = !!settings.launch_at_login;
+  $(FIELDS.serve_metrics.id).checked = !!settings.serve_metrics;
 }
 
 /** The settings last loaded (null before the first load). */
@@ -124,6 +128,7 @@ async function save(event) {
     next.default_kill_free = killText;
   }
   next.launch_at_login = $(FIELDS.launch_at_login.id).checked;
+  next.serve_metrics = $(FIELDS.serve_metrics.id).checked;
 
   button.disabled = true;
   status('Saving…', 'info');

@@ -22,6 +22,7 @@
 use std::fmt;
 use std::fs;
 use std::io;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -53,7 +54,15 @@ pub struct Settings {
     pub tight_free_percent: f64,
     /// Start the menu-bar app at login (false).
     pub launch_at_login: bool,
+    /// Serve metrics for Prometheus while the app runs (false).
+    pub serve_metrics: bool,
+    /// Where the metrics are served (127.0.0.1:9101; other addresses reach other machines).
+    pub metrics_address: SocketAddr,
 }
+
+/// The metrics endpoint's default address: loopback only.
+pub const DEFAULT_METRICS_ADDRESS: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9101);
 
 impl Default for Settings {
     fn default() -> Self {
@@ -65,6 +74,8 @@ impl Default for Settings {
             tight_compressed_bytes: GuardConfig::default().tight_compressed_bytes,
             tight_free_percent: GuardConfig::default().tight_free_percent,
             launch_at_login: false,
+            serve_metrics: false,
+            metrics_address: DEFAULT_METRICS_ADDRESS,
         }
     }
 }
@@ -87,6 +98,10 @@ pub enum SettingsField {
     TightFree,
     /// `launch_at_login`.
     LaunchAtLogin,
+    /// `serve_metrics`.
+    ServeMetrics,
+    /// `metrics_address`.
+    MetricsAddress,
 }
 
 impl SettingsField {
@@ -100,6 +115,8 @@ impl SettingsField {
             SettingsField::TightCompressed => "tight_compressed",
             SettingsField::TightFree => "tight_free",
             SettingsField::LaunchAtLogin => "launch_at_login",
+            SettingsField::ServeMetrics => "serve_metrics",
+            SettingsField::MetricsAddress => "metrics_address",
         }
     }
 
@@ -113,6 +130,8 @@ impl SettingsField {
             SettingsField::TightCompressed => "tight compressed growth",
             SettingsField::TightFree => "tight free floor",
             SettingsField::LaunchAtLogin => "launch at login",
+            SettingsField::ServeMetrics => "serve metrics",
+            SettingsField::MetricsAddress => "metrics address",
         }
     }
 }
@@ -292,6 +311,12 @@ pub struct SettingsUpdate {
     pub tight_free: String,
     /// Start at login.
     pub launch_at_login: bool,
+    /// Serve metrics for Prometheus (a form without it keeps them off).
+    #[serde(default)]
+    pub serve_metrics: bool,
+    /// Where, e.g. `127.0.0.1:9101` (a form without it keeps the default).
+    #[serde(default = "default_metrics_address")]
+    pub metrics_address: String,
 }
 
 impl From<&Settings> for SettingsUpdate {
@@ -304,6 +329,8 @@ impl From<&Settings> for SettingsUpdate {
             tight_compressed: format_size(s.tight_compressed_bytes),
             tight_free: format!("{}", s.tight_free_percent),
             launch_at_login: s.launch_at_login,
+            serve_metrics: s.serve_metrics,
+            metrics_address: s.metrics_address.to_string(),
         }
     }
 }
@@ -330,8 +357,22 @@ impl SettingsUpdate {
                 .and_then(check_percent)
                 .map_err(field(SettingsField::TightFree))?,
             launch_at_login: self.launch_at_login,
+            serve_metrics: self.serve_metrics,
+            metrics_address: parse_address(&self.metrics_address)
+                .map_err(field(SettingsField::MetricsAddress))?,
         })
     }
+}
+
+fn default_metrics_address() -> String {
+    DEFAULT_METRICS_ADDRESS.to_string()
+}
+
+/// An `IP:PORT` address.
+pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    text.trim().parse().map_err(|_| {
+        format!("invalid address '{text}': expected IP:PORT, e.g. {DEFAULT_METRICS_ADDRESS}")
+    })
 }
 
 fn default_tight_compressed() -> String {

@@ -7,7 +7,8 @@ use serde::de::{Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    check_interval, check_percent, check_size, parse_interval, parse_size, Settings, SettingsUpdate,
+    check_interval, check_percent, check_size, parse_address, parse_interval, parse_size, Settings,
+    SettingsUpdate,
 };
 use crate::units::parse_percent;
 
@@ -23,6 +24,8 @@ pub(super) fn to_toml(settings: &Settings) -> Result<String, toml::ser::Error> {
         tight_compressed: form.tight_compressed,
         tight_free: number(settings.tight_free_percent),
         launch_at_login: settings.launch_at_login,
+        serve_metrics: settings.serve_metrics,
+        metrics_address: form.metrics_address,
     };
     Ok(format!(
         "# Headroom settings. Sizes: K, M, G, T (binary, e.g. 512M, 8G); durations: 500ms, \
@@ -50,6 +53,8 @@ struct FileOut {
     tight_compressed: String,
     tight_free: toml::Value,
     launch_at_login: bool,
+    serve_metrics: bool,
+    metrics_address: String,
 }
 
 /// The file as read: every key optional, values checked while deserializing so that an error
@@ -70,9 +75,13 @@ struct FileIn {
     tight_free: Option<f64>,
     #[serde(default)]
     launch_at_login: Option<bool>,
+    #[serde(default)]
+    serve_metrics: Option<bool>,
+    #[serde(default, deserialize_with = "de_address")]
+    metrics_address: Option<std::net::SocketAddr>,
 }
 
-const KNOWN_KEYS: [&str; 7] = [
+const KNOWN_KEYS: [&str; 9] = [
     "sample_interval",
     "notify_step",
     "default_swap_budget",
@@ -80,6 +89,8 @@ const KNOWN_KEYS: [&str; 7] = [
     "tight_compressed",
     "tight_free",
     "launch_at_login",
+    "serve_metrics",
+    "metrics_address",
 ];
 
 /// Parses the file's bytes; on failure, the 1-based line (if known) and the message.
@@ -121,6 +132,8 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Settings, (Option<usize>, String)> {
         tight_compressed_bytes: file.tight_compressed.unwrap_or(d.tight_compressed_bytes),
         tight_free_percent: file.tight_free.unwrap_or(d.tight_free_percent),
         launch_at_login: file.launch_at_login.unwrap_or(d.launch_at_login),
+        serve_metrics: file.serve_metrics.unwrap_or(d.serve_metrics),
+        metrics_address: file.metrics_address.unwrap_or(d.metrics_address),
     })
 }
 
@@ -165,6 +178,15 @@ fn de_percent<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> 
         toml::Value::Integer(n) => check_percent(n as f64),
         toml::Value::Float(f) => check_percent(f),
         other => Err(wrong_type("a percent such as 10", &other)),
+    }
+    .map(Some)
+    .map_err(D::Error::custom)
+}
+
+fn de_address<'de, D: Deserializer<'de>>(d: D) -> Result<Option<std::net::SocketAddr>, D::Error> {
+    match toml::Value::deserialize(d)? {
+        toml::Value::String(s) => parse_address(&s),
+        other => Err(wrong_type("an address such as \"127.0.0.1:9101\"", &other)),
     }
     .map(Some)
     .map_err(D::Error::custom)

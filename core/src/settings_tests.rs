@@ -46,6 +46,8 @@ fn save_and_load_round_trip() {
         tight_compressed_bytes: 3 << 30,
         tight_free_percent: 15.0,
         launch_at_login: true,
+        serve_metrics: true,
+        metrics_address: "0.0.0.0:9200".parse().unwrap(),
     };
     settings.save(&path).unwrap();
     let (loaded, problem) = Settings::load(&path);
@@ -56,6 +58,10 @@ fn save_and_load_round_trip() {
     assert!(text.contains("default_kill_free = 12.5"), "{text}");
     assert!(text.contains("tight_compressed = \"3G\""), "{text}");
     assert!(text.contains("tight_free = 15\n"), "{text}");
+    assert!(
+        text.contains("metrics_address = \"0.0.0.0:9200\""),
+        "{text}"
+    );
     assert_eq!(loaded.guard_config().tight_compressed_bytes, 3 << 30);
     assert_eq!(loaded.guard_config().tight_free_percent, 15.0);
     assert!(corrupt_files(path.parent().unwrap()).is_empty());
@@ -138,6 +144,11 @@ fn bad_values_are_reported_with_field_and_line() {
     assert_corrupt(b"default_swap_budget = \"8X\"\n", 1, "invalid size '8X'");
     assert_corrupt(b"default_kill_free = 101\n", 1, "from 0 to 100");
     assert_corrupt(b"default_swap_budget = -5\n", 1, "invalid size -5");
+    assert_corrupt(
+        b"serve_metrics = true\nmetrics_address = \"everywhere\"\n",
+        2,
+        "metrics_address: invalid address 'everywhere'",
+    );
 }
 
 #[test]
@@ -281,4 +292,16 @@ fn tight_thresholds_are_validated_by_field_and_optional_in_a_form() {
         Settings::default().tight_compressed_bytes
     );
     assert_eq!(s.tight_free_percent, 20.0);
+    // Metrics: off, on loopback, unless set; a bad address names its field.
+    assert!(!s.serve_metrics);
+    assert_eq!(s.metrics_address.to_string(), "127.0.0.1:9101");
+    let mut form = SettingsUpdate::from(&s);
+    form.metrics_address = "localhost".into();
+    let e = form.validate().unwrap_err();
+    assert_eq!(e.field, SettingsField::MetricsAddress);
+    assert!(
+        e.to_string()
+            .starts_with("metrics address: invalid address"),
+        "{e}"
+    );
 }

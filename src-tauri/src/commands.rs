@@ -10,7 +10,7 @@ use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::StatusView;
 use headroom_core::policy::{EndReason, GuardConfig, OnBudget};
 use headroom_core::process::ProcessIdentity;
-use headroom_core::settings::{Settings, SettingsUpdate};
+use headroom_core::settings::{Settings, SettingsField, SettingsUpdate};
 use headroom_core::units;
 use serde::Serialize;
 use tauri::State;
@@ -329,6 +329,9 @@ pub fn set_settings(
     settings: SettingsUpdate,
 ) -> Result<SettingsUpdate, String> {
     let new: Settings = settings.validate().map_err(|e| e.to_string())?;
+    // The endpoint first: an address that cannot be listened on is refused, nothing saved.
+    crate::metrics::apply(&state, new.serve_metrics, new.metrics_address)
+        .map_err(|e| format!("{}: {e}", SettingsField::MetricsAddress.label()))?;
     new.save(&state.dirs.settings_path())
         .map_err(|e| format!("saving settings: {e}"))?;
     // Only the spacing of the checks changes: the sampler's clock and the jobs go on.

@@ -54,6 +54,7 @@ pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32) -> Re
 
 /// Spares job `job_id` ("Spare it"): it is no longer guarded; its processes keep running. A
 /// paused job is resumed first, never let go while stopped.
+#[cfg(target_os = "linux")]
 pub fn spare<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> {
     let state = app
         .try_state::<AppState>()

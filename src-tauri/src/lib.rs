@@ -8,6 +8,7 @@ mod cli_install;
 mod commands;
 mod jobs;
 mod marks;
+mod metrics;
 mod notify;
 mod persist;
 mod state;
@@ -73,6 +74,7 @@ pub fn run() {
             tray::build(app.handle())?;
             ticker::start(app.handle().clone());
             marks::serve(app.handle().clone());
+            metrics::start_if_set(app.handle());
             #[cfg(unix)]
             quit_on_signals(app.handle().clone());
             notify::report_startup_problems(app.handle());

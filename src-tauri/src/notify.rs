@@ -47,7 +47,8 @@ pub fn job_event<R: Runtime>(app: &AppHandle<R>, job_id: u64, command: &str, eve
     show(app, &title, &body);
 }
 
-/// Carries out a notification's button `key` on job `job_id`.
+/// Carries out a notification's button `key` on job `job_id` (Linux: where buttons exist).
+#[cfg(target_os = "linux")]
 pub fn answer<R: Runtime>(app: &AppHandle<R>, job_id: u64, key: &str) -> Result<(), String> {
     use headroom_core::marks::Control;
     tracing::info!(job_id, key, "notification answered");

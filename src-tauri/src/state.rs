@@ -40,6 +40,8 @@ pub struct AppState {
     pub boot_id: String,
     /// The stage-mark socket of jobs picked in the popover (`crate::marks`), if bound.
     pub marks: Mutex<Option<headroom_core::marks::MarkServer>>,
+    /// The metrics endpoint, when the setting is on.
+    pub metrics: Mutex<crate::metrics::Endpoint>,
     /// Panics caught in the job loop (logged; the loop goes on).
     pub panics: AtomicU64,
     /// Tests: the job loop panics on its next sample.
@@ -103,6 +105,7 @@ impl AppState {
             store: Mutex::new(store),
             boot_id,
             marks: Mutex::new(marks),
+            metrics: Mutex::default(),
             panics: AtomicU64::new(0),
             #[cfg(test)]
             inject_panic: AtomicBool::new(false),

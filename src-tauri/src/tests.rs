@@ -531,3 +531,81 @@ fn notification_buttons_spare_pause_resume_and_stop() {
         "not stopped"
     );
 }
+
+/// GET /metrics from `addr` (HTTP/1.1, `Connection: close`): the body.
+fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw)?;
+    Ok(raw
+        .split_once("\r\n\r\n")
+        .map_or(raw.clone(), |(_, b)| b.to_string()))
+}
+
+#[test]
+fn the_metrics_setting_serves_the_apps_jobs_and_stops() {
+    let app = app();
+    let state = app.window.state::<AppState>();
+    let s = call(&app, "get_settings", json!({})).unwrap();
+    assert_eq!(s["serve_metrics"], false);
+    assert_eq!(s["metrics_address"], "127.0.0.1:9101");
+    assert!(lock(&state.metrics).address().is_none(), "off by default");
+    let mut on = s.clone();
+    on["serve_metrics"] = json!(true);
+    on["metrics_address"] = json!("127.0.0.1:0");
+    call(&app, "set_settings", json!({ "settings": on })).unwrap();
+    let addr = lock(&state.metrics).address().unwrap();
+    let body = scrape(addr).unwrap();
+    assert!(body.contains("\nheadroom_memory_total_bytes "), "{body}");
+
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    call(&app, "watch", json!({ "pid": child.id() })).unwrap();
+    crate::ticker::start(app.window.app_handle().clone());
+    let needle = format!(
+        "headroom_job_state{{job=\"{}\",command=\"sleep 30\",state=\"running\"}} 1",
+        child.id()
+    );
+    let seen = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        scrape(addr).is_ok_and(|b| b.contains(&needle))
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        seen,
+        "the watched job is not in the metrics: {}",
+        scrape(addr).unwrap_or_default()
+    );
+
+    // An address that is taken: refused by field, nothing saved, the endpoint goes on.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut busy = on.clone();
+    busy["metrics_address"] = json!(taken.local_addr().unwrap().to_string());
+    let e = call(&app, "set_settings", json!({ "settings": busy })).unwrap_err();
+    assert!(
+        e.as_str()
+            .unwrap()
+            .starts_with("metrics address: cannot listen on"),
+        "{e}"
+    );
+    assert_eq!(
+        call(&app, "get_settings", json!({})).unwrap()["metrics_address"],
+        "127.0.0.1:0"
+    );
+    assert!(scrape(addr).is_ok(), "the running endpoint was lost");
+    // Off: the port is closed.
+    let mut off = on;
+    off["serve_metrics"] = json!(false);
+    call(&app, "set_settings", json!({ "settings": off })).unwrap();
+    assert!(lock(&state.metrics).address().is_none());
+    assert!(
+        scrape(addr).is_err(),
+        "still listening after it was turned off"
+    );
+}

@@ -82,6 +82,7 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, 
         )
     };
     sync_tracking(state, sample);
+    crate::metrics::on_sample(state, sample);
     if title != tick.title || growing != tick.growing {
         crate::notify::update_tray(app, &title, (growing != tick.growing).then_some(growing));
         tick.title = title;

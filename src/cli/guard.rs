@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use super::budget::{BudgetArgs, PauseArgs, RunArgs};
 use super::job::{display_command, exit_code, print_json, say, Printer, Signals, TraceSink};
+use super::report::Report;
 
 /// Exit code: the guard stopped the command.
 pub const EXIT_STOPPED: u8 = 3;
@@ -69,6 +70,13 @@ pub struct GuardArgs {
     pause: PauseArgs,
     #[command(flatten)]
     run: RunArgs,
+    /// Write a Markdown report of the job here at the end (verdict, stages, and the chart as
+    /// an SVG beside it), for CI. With $GITHUB_STEP_SUMMARY set, the report also goes there.
+    #[arg(long, value_name = "FILE.md")]
+    report: Option<std::path::PathBuf>,
+    /// Do not append the report to $GITHUB_STEP_SUMMARY.
+    #[arg(long)]
+    no_step_summary: bool,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -122,6 +130,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|path| TraceSink::create(path, &command_line, args.run.poll))
         .transpose()?;
+    let report = Report::create(args.report.as_deref(), args.no_step_summary, args.run.poll)?;
 
     if let Err(reason) = wait_for_room(&counters, &cfg, &args.busy, args.run.poll, &interrupts)? {
         let waited = cfg.start_timeout.as_secs_f64();
@@ -156,6 +165,9 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     if let Some(trace) = trace {
         sinks.push(Box::new(trace));
     }
+    if let Some(report) = &report {
+        sinks.push(Box::new(report.sink()));
+    }
     let spec = JobSpec {
         command: command_line.clone(),
         mode: JobMode::Guard,
@@ -184,6 +196,11 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let exit_code = exit_code(&outcome.verdict.ended);
+    if let Some(report) = &report {
+        if let Err(e) = report.finish(&outcome) {
+            say(&format!("warning: the report: {e:#}"));
+        }
+    }
     if args.run.json {
         print_json(&JsonOutcome {
             outcome: &outcome,

@@ -10,6 +10,8 @@ mod job;
 mod mark;
 mod plot;
 mod record;
+mod report;
+mod serve;
 mod status;
 mod trace_cmd;
 mod watch;
@@ -55,6 +57,8 @@ enum Command {
     Pause(control::ControlArgs),
     /// Stop a guarded job now (SIGTERM, then SIGKILL after the grace), paused or not.
     Stop(control::ControlArgs),
+    /// Serve metrics for Prometheus on http://127.0.0.1:9101/metrics.
+    Serve(serve::ServeArgs),
     /// Summarise, plot or replay a memory trace.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
@@ -71,6 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Resume(args) => control::run(Control::Resume, &args),
         Command::Pause(args) => control::run(Control::Pause, &args),
         Command::Stop(args) => control::run(Control::Stop, &args),
+        Command::Serve(args) => serve::run(&args),
         Command::Trace(cmd) => trace_cmd::run(&cmd),
     }
 }

@@ -1,0 +1,171 @@
+//! The endpoint over real TCP on loopback: formats, methods and paths, and abuse (a client
+//! that never finishes its headers, an oversized request, 200 connections at once): the
+//! endpoint keeps answering the others, and its memory does not grow.
+
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use headroom_core::counters::SystemCounters;
+use headroom_serve::{start, Metrics, MetricsHandle, Running, ServerConfig};
+
+fn server(cfg: impl FnOnce(&mut ServerConfig)) -> (Running, Metrics) {
+    let mut metrics = Metrics::new(MetricsHandle::default());
+    metrics.update(
+        Some(&SystemCounters::example(3 << 30, 38.0)),
+        Instant::now(),
+        Vec::new(),
+    );
+    let mut config = ServerConfig::at("127.0.0.1:0".parse().unwrap());
+    cfg(&mut config);
+    (start(config, metrics.handle()).unwrap(), metrics)
+}
+
+/// One request (`Connection: close`); returns the status, the head and the body.
+fn request(addr: SocketAddr, method: &str, path: &str, extra: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+#[test]
+fn formats_methods_and_paths() {
+    let (running, _m) = server(|_| {});
+    let addr = running.local_addr();
+    let (status, head, body) = request(addr, "GET", "/metrics", "");
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.contains("content-type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    assert!(
+        body.contains("\nheadroom_swap_used_bytes 3221225472\n"),
+        "{body}"
+    );
+    let (_, head, body) = request(
+        addr,
+        "GET",
+        "/metrics",
+        "Accept: application/openmetrics-text;version=1.0.0\r\n",
+    );
+    assert!(
+        head.contains("content-type: application/openmetrics-text"),
+        "{head}"
+    );
+    assert!(body.ends_with("# EOF\n"));
+    let (status, head, body) = request(addr, "HEAD", "/metrics", "");
+    assert_eq!(status, 200);
+    assert!(
+        body.is_empty() && !head.contains("content-length: 0"),
+        "{head}"
+    );
+    let (status, _, body) = request(addr, "GET", "/", "");
+    assert_eq!(status, 200);
+    assert!(body.contains("/metrics"));
+    for method in ["POST", "PUT", "DELETE", "OPTIONS"] {
+        let (status, head, _) = request(addr, method, "/metrics", "Content-Length: 0\r\n");
+        assert_eq!(status, 405, "{method}");
+        assert!(head.contains("allow: get, head"), "{head}");
+    }
+    for path in ["/nope", "/metrics/x", "/../etc/passwd", "/debug/pprof"] {
+        assert_eq!(request(addr, "GET", path, "").0, 404, "{path}");
+    }
+}
+
+/// This process's resident memory, KiB (Linux).
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_slow_client_an_oversized_request_and_a_crowd_do_not_starve_others() {
+    let (running, _m) = server(|c| c.header_read_timeout = Duration::from_secs(1));
+    let addr = running.local_addr();
+    // A client that starts a request and never finishes its headers.
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = Instant::now();
+    assert_eq!(
+        request(addr, "GET", "/metrics", "").0,
+        200,
+        "others are answered meanwhile"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    // ...and is dropped after the header timeout.
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(5),
+        "the slow client was held {waited:?}"
+    );
+
+    // An oversized request head: refused, not buffered.
+    let huge = format!("X-Big: {}\r\n", "a".repeat(100_000));
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n{huge}\r\n");
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    assert!(
+        reply.is_empty() || reply.starts_with("HTTP/1.1 431"),
+        "{}",
+        &reply[..reply.len().min(80)]
+    );
+    assert_eq!(request(addr, "GET", "/metrics", "").0, 200);
+
+    // 200 connections at once, each asking; then again, and memory stays put.
+    let crowd = || {
+        let threads: Vec<_> = (0..200)
+            .map(|_| std::thread::spawn(move || request(addr, "GET", "/metrics", "").0))
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .filter(|&s| s == 200)
+            .count()
+    };
+    assert_eq!(crowd(), 200);
+    let before = rss_kib();
+    for _ in 0..5 {
+        assert_eq!(crowd(), 200);
+    }
+    if let (Some(before), Some(after)) = (before, rss_kib()) {
+        assert!(
+            after < before + 4096,
+            "memory grew from {before} KiB to {after} KiB"
+        );
+    }
+    // 200 idle connections held open: a new client is still answered.
+    let idle: Vec<TcpStream> = (0..200)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    assert_eq!(request(addr, "GET", "/metrics", "").0, 200);
+    drop(idle);
+}

@@ -1,0 +1,101 @@
+//! The app's metrics endpoint (setting "Serve metrics", off by default): the same endpoint as
+//! `headroom serve`, fed by the app's own sampler. Each sample updates the metrics with the
+//! app's jobs and those of `headroom guard` runs in terminals; scrapes read the rendered
+//! result only.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use headroom_core::sampler::Sample;
+use headroom_serve::{
+    is_loopback, start, JobMetric, Metrics, MetricsHandle, Running, ServerConfig,
+};
+
+use crate::state::{lock, AppState};
+
+/// The endpoint while it runs, and the metrics it serves.
+#[derive(Debug, Default)]
+pub struct Endpoint {
+    running: Option<Running>,
+    metrics: Option<Metrics>,
+}
+
+impl Endpoint {
+    /// Where it listens, while it runs.
+    pub fn address(&self) -> Option<SocketAddr> {
+        self.running.as_ref().map(Running::local_addr)
+    }
+}
+
+/// Starts, moves or stops the endpoint to match `on` and `address`; the error says why it
+/// could not listen (the settings form shows it on the address field), and a running
+/// endpoint then stays as it was.
+pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), String> {
+    let mut endpoint = lock(&state.metrics);
+    let current = endpoint.address();
+    if !on {
+        *endpoint = Endpoint::default();
+        return Ok(());
+    }
+    if current == Some(address) {
+        return Ok(());
+    }
+    // Moving to another address on the same port: the old one must let go of it first.
+    if current.is_some_and(|c| c.port() == address.port()) {
+        *endpoint = Endpoint::default();
+    }
+    let mut metrics = Metrics::new(MetricsHandle::default());
+    let system = state.counters.read_system().ok();
+    metrics.update(system.as_ref(), Instant::now(), jobs(state));
+    let running = start(ServerConfig::at(address), metrics.handle()).map_err(|e| e.to_string())?;
+    if !is_loopback(&address) {
+        tracing::warn!(%address, "metrics are reachable from other machines");
+    }
+    tracing::info!(address = %running.local_addr(), "serving metrics");
+    *endpoint = Endpoint {
+        running: Some(running),
+        metrics: Some(metrics),
+    };
+    Ok(())
+}
+
+/// Starts the endpoint at launch when the setting is on; a failure (the port is taken) is
+/// notified, and the app runs on without it.
+pub fn start_if_set<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
+    use tauri::Manager;
+    let Some(state) = app.try_state::<AppState>() else {
+        return;
+    };
+    let (on, address) = {
+        let s = lock(&state.settings);
+        (s.serve_metrics, s.metrics_address)
+    };
+    if let Err(e) = apply(&state, on, address) {
+        tracing::warn!(error = %e, "metrics endpoint");
+        crate::notify::show(app, "Headroom could not serve metrics", &e);
+    }
+}
+
+/// Feeds one sample to the endpoint, while it runs.
+pub fn on_sample(state: &AppState, sample: &Sample) {
+    if lock(&state.metrics).metrics.is_none() {
+        return;
+    }
+    let jobs = jobs(state);
+    if let Some(metrics) = lock(&state.metrics).metrics.as_mut() {
+        metrics.update(sample.system.as_ref(), Instant::now(), jobs);
+    }
+}
+
+/// The app's jobs and those of terminal guards.
+fn jobs(state: &AppState) -> Vec<JobMetric> {
+    let mut jobs: Vec<JobMetric> = lock(&state.monitor)
+        .jobs
+        .views()
+        .iter()
+        .map(JobMetric::from_view)
+        .collect();
+    let files = headroom_core::jobfile::JobFile::list(&state.jobs_dir(), &state.counters);
+    jobs.extend(files.iter().map(JobMetric::from_file));
+    jobs
+}
