@@ -25,7 +25,7 @@ use crate::paths::{move_aside, unix_seconds_now};
 
 #[path = "store_jobs.rs"]
 mod jobs;
-pub use jobs::{ActiveGuard, FinishedJob, JobMode, JobRecord};
+pub use jobs::JobRecord;
 
 /// How long minute history is kept.
 pub const HISTORY_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);

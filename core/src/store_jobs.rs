@@ -6,27 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, GUARD_COLUMNS, JOB_COLUMNS};
 use crate::counters::Counters;
-use crate::policy::{OnBudget, Verdict};
+use crate::policy::OnBudget;
 use crate::process::ProcessIdentity;
 
-pub use crate::engine::JobMode;
-
-/// A job that ended, with its verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FinishedJob {
-    /// The job's root process.
-    pub identity: ProcessIdentity,
-    /// Its command line.
-    pub command: String,
-    /// Watched or guarded.
-    pub mode: JobMode,
-    /// When watching began, ms since the Unix epoch.
-    pub started_at_ms: i64,
-    /// When it ended, ms since the Unix epoch.
-    pub ended_at_ms: i64,
-    /// The verdict.
-    pub verdict: Verdict,
-}
+use crate::engine::{FinishedJob, JobMode, SavedJob};
 
 /// A finished job as stored, with its row id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,35 +18,6 @@ pub struct JobRecord {
     pub id: i64,
     /// The job.
     pub job: FinishedJob,
-}
-
-/// A watch or guard that was running, to take up again after Headroom restarts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ActiveGuard {
-    /// The watched process; restore only while it is still alive (same start time).
-    pub identity: ProcessIdentity,
-    /// Its command line.
-    pub command: String,
-    /// Watched or guarded.
-    pub mode: JobMode,
-    /// When watching began, ms since the Unix epoch.
-    pub started_at_ms: i64,
-    /// The guard's swap budget (a watch stores the default it would be guarded with).
-    pub swap_budget_bytes: u64,
-    /// The guard's free-memory floor, percent.
-    pub kill_free_percent: f64,
-    /// Swap in use when watching began: growth is measured from here, also after a restart.
-    pub swap_start_bytes: u64,
-    /// The boot it was saved in (`Counters::boot_id`): start times count from boot, so after
-    /// a reboot the identity may name an unrelated process and the guard is dropped.
-    pub boot_id: String,
-    /// What passing the budget does.
-    pub on_budget: OnBudget,
-    /// Pauses so far.
-    pub pauses: u32,
-    /// Since when it is paused (ms since the epoch), while paused: a job still stopped is
-    /// taken up as paused.
-    pub paused_since_ms: Option<i64>,
 }
 
 impl Store {
@@ -137,7 +91,7 @@ impl Store {
     }
 
     /// Saves (or replaces) a running watch or guard.
-    pub fn save_guard(&mut self, guard: &ActiveGuard) -> Result<(), StoreError> {
+    pub fn save_guard(&mut self, guard: &SavedJob) -> Result<(), StoreError> {
         self.conn.execute(
             &format!(
                 "INSERT OR REPLACE INTO active_guards ({GUARD_COLUMNS}) \
@@ -171,7 +125,7 @@ impl Store {
     }
 
     /// Every saved watch and guard, oldest first, alive or not.
-    pub fn active_guards(&self) -> Result<Vec<ActiveGuard>, StoreError> {
+    pub fn active_guards(&self) -> Result<Vec<SavedJob>, StoreError> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {GUARD_COLUMNS} FROM active_guards ORDER BY started_at_ms, pid"
         ))?;
@@ -185,7 +139,7 @@ impl Store {
                 );
                 return Ok(None);
             };
-            Ok(Some(ActiveGuard {
+            Ok(Some(SavedJob {
                 identity,
                 command,
                 mode,
@@ -208,10 +162,7 @@ impl Store {
 
     /// The saved watches and guards of this boot whose process is still the same one (pid and
     /// start time), deleting the others (another boot's, gone, recycled). Taking them up again is the caller's job.
-    pub fn restorable_guards(
-        &mut self,
-        counters: &Counters,
-    ) -> Result<Vec<ActiveGuard>, StoreError> {
+    pub fn restorable_guards(&mut self, counters: &Counters) -> Result<Vec<SavedJob>, StoreError> {
         // Without a boot id to compare, nothing saved can be trusted to name the same process.
         let boot_id = counters.boot_id().ok();
         let (alive, gone): (Vec<_>, Vec<_>) = self.active_guards()?.into_iter().partition(|g| {

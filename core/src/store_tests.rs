@@ -6,6 +6,7 @@ use std::time::{Instant, UNIX_EPOCH};
 
 use super::*;
 use crate::counters::Counters;
+use crate::engine::{FinishedJob, JobMode, SavedJob};
 use crate::history::History;
 use crate::policy::{EndReason, OnBudget, StopReason, Verdict};
 use crate::process::ProcessIdentity;
@@ -334,8 +335,8 @@ fn finished_jobs_newest_first() {
     assert!(recent.iter().all(|r| r.id != ids[1]));
 }
 
-fn guard(identity: ProcessIdentity, budget_bytes: u64) -> ActiveGuard {
-    ActiveGuard {
+fn guard(identity: ProcessIdentity, budget_bytes: u64) -> SavedJob {
+    SavedJob {
         identity,
         command: "python train.py".into(),
         mode: JobMode::Guard,
@@ -374,7 +375,7 @@ fn guards_save_replace_remove() {
     assert!(store.remove_guard(a).unwrap());
     assert!(!store.remove_guard(a).unwrap());
     // A paused guard keeps its choice, its pauses and since when it is paused.
-    let paused = ActiveGuard {
+    let paused = SavedJob {
         on_budget: OnBudget::Pause,
         pauses: 2,
         paused_since_ms: Some(BASE_MS + 5000),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use headroom_core::counters::{PressureLevel, SystemCounters};
-use headroom_core::engine::{JobStatus, JobView};
+use headroom_core::engine::JobView;
 use headroom_core::jobfile::{JobFile, JobFileState};
 use headroom_core::policy::{EndReason, StopReason, Verdict};
 
@@ -59,13 +59,7 @@ impl JobMetric {
             key: format!("app-{}-{}", v.pid, v.started_at_ms),
             job: v.pid.to_string(),
             command: v.command.clone(),
-            state: match v.state {
-                JobStatus::Running => "running",
-                JobStatus::Paused => "paused",
-                JobStatus::Stopping => "stopping",
-                JobStatus::Stopped => "stopped",
-                JobStatus::Finished => "finished",
-            },
+            state: v.state.as_str(),
             swap_growth_bytes: v.swap_growth_bytes,
             peak_footprint_bytes: v.peak_footprint_bytes,
             lowest_free_percent: v.verdict.as_ref().and_then(|v| v.lowest_free_percent),

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use headroom_core::engine::{JobMode, JobSpec, JobStatus, JobView};
+use headroom_core::engine::{JobMode, JobSpec, JobView};
 use headroom_core::jobfile::{JobFile, JobFileState};
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::StatusView;
@@ -181,13 +181,7 @@ fn ui_job(v: JobView) -> UiJob {
             JobMode::Watch => "watch",
             JobMode::Guard => "guard",
         },
-        state: match v.state {
-            JobStatus::Running => "running",
-            JobStatus::Paused => "paused",
-            JobStatus::Stopping => "stopping",
-            JobStatus::Stopped => "stopped",
-            JobStatus::Finished => "finished",
-        },
+        state: v.state.as_str(),
         swap_growth_bytes: v.swap_growth_bytes,
         swap_budget_bytes: v.swap_budget_bytes,
         peak_footprint_bytes: v.peak_footprint_bytes,
@@ -311,7 +305,7 @@ pub fn get_jobs(state: State<'_, AppState>) -> Vec<UiJob> {
         .into_iter()
         .map(ui_job)
         .collect();
-    jobs.extend(crate::ticker::external_jobs(&state));
+    jobs.extend(external_jobs(&state));
     jobs
 }
 
@@ -337,8 +331,16 @@ pub fn set_settings(
     // Only the spacing of the checks changes: the sampler's clock and the jobs go on.
     lock(&state.monitor).jobs.set_poll(new.sample_interval);
     crate::ticker::retune(&state);
-    crate::notify::apply_launch_at_login(&app, new.launch_at_login);
+    crate::autostart::apply(&app, new.launch_at_login);
     let out = SettingsUpdate::from(&new);
     *lock(&state.settings) = new;
     Ok(out)
+}
+
+/// Jobs of `headroom guard` runs in terminals, read-only.
+fn external_jobs(state: &AppState) -> Vec<UiJob> {
+    headroom_core::jobfile::JobFile::list(&state.jobs_dir(), &state.counters)
+        .into_iter()
+        .map(UiJob::external)
+        .collect()
 }

@@ -1,7 +1,10 @@
-//! Acting on the app's jobs: pause, resume and stop from the popover, from a notification's
-//! buttons, and from `headroom resume|pause|stop PID` (through the app's mark socket). The
-//! engine decides; this only hands its actions to the ticker's executor.
+//! Acting on the app's jobs: carrying out the engine's actions (notify, stop, pause,
+//! resume), and the requests that make them: the popover's buttons, a notification's
+//! buttons, `headroom resume|pause|stop PID` (through the app's mark socket). The engine
+//! decides; this carries out.
 
+use headroom_core::engine::Action;
+use headroom_core::guard::{pause_members, resume_members, stop_members, DEFAULT_GRACE};
 use headroom_core::marks::{not_here, Control};
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -31,7 +34,7 @@ pub fn act<R: Runtime>(app: &AppHandle<R>, job_id: u64, control: Control) -> Res
     }
     tracing::info!(job_id, control = control.as_str(), "job control");
     for action in actions {
-        crate::ticker::carry_out(app, action);
+        carry_out(app, action);
     }
     crate::persist::job_started(&state, job_id);
     Ok(())
@@ -54,7 +57,6 @@ pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32) -> Re
 
 /// Spares job `job_id` ("Spare it"): it is no longer guarded; its processes keep running. A
 /// paused job is resumed first, never let go while stopped.
-#[cfg(target_os = "linux")]
 pub fn spare<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> {
     let state = app
         .try_state::<AppState>()
@@ -80,6 +82,18 @@ pub fn release(state: &AppState, job_id: u64) -> Result<(), String> {
     state.sampler.untrack(identity);
     crate::persist::job_removed(state, identity);
     Ok(())
+}
+
+/// Carries out a notification's button `key` on job `job_id`.
+pub fn answer<R: Runtime>(app: &AppHandle<R>, job_id: u64, key: &str) -> Result<(), String> {
+    tracing::info!(job_id, key, "notification answered");
+    match key {
+        crate::notify::SPARE => spare(app, job_id),
+        "pause" => act(app, job_id, Control::Pause),
+        "resume" => act(app, job_id, Control::Resume),
+        "stop" => act(app, job_id, Control::Stop),
+        _ => Ok(()), // closed, or the notification's body clicked
+    }
 }
 
 fn past(control: Control) -> &'static str {
@@ -113,4 +127,84 @@ pub fn resume_job<R: Runtime>(app: AppHandle<R>, id: String) -> Result<(), Strin
 #[tauri::command]
 pub fn stop_job<R: Runtime>(app: AppHandle<R>, id: String) -> Result<(), String> {
     act(&app, job_id(&id)?, Control::Stop)
+}
+
+/// Carries out one of the engine's actions.
+pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
+    match action {
+        Action::Notify {
+            job_id,
+            command,
+            event,
+        } => {
+            if matches!(event, headroom_core::policy::JobEvent::Finished { .. }) {
+                if let Some(state) = app.try_state::<AppState>() {
+                    crate::persist::job_finished(&state, job_id);
+                }
+            }
+            // A stage beginning is shown in the job's row, not notified.
+            if !matches!(event, headroom_core::policy::JobEvent::Stage { .. }) {
+                let handle = app.clone();
+                let on_button = move |key: &str| {
+                    if let Err(e) = answer(&handle, job_id, key) {
+                        tracing::warn!(job_id, key, error = %e, "notification button");
+                    }
+                };
+                crate::notify::job_event(app, &command, &event, on_button);
+            }
+        }
+        Action::Pause { job_id, members } => signal_job(app, job_id, &members, pause_members),
+        Action::Resume { job_id, members } => signal_job(app, job_id, &members, resume_members),
+        Action::Stop {
+            job_id, members, ..
+        } => {
+            let app = app.clone();
+            let spawned = std::thread::Builder::new()
+                .name("headroom-stop".into())
+                .spawn(move || {
+                    let Some(state) = app.try_state::<AppState>() else {
+                        return;
+                    };
+                    let report = stop_members(
+                        &state.counters,
+                        &state.safety,
+                        &members,
+                        DEFAULT_GRACE,
+                        &|| false,
+                    );
+                    tracing::warn!(root = members.root().pid, ?report, "stopped a guarded job");
+                    let done = lock(&state.monitor).jobs.stop_done(job_id, &report);
+                    for action in done {
+                        carry_out(&app, action);
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start a stop thread");
+            }
+        }
+    }
+}
+
+/// Pauses or resumes a job's members (`signal` is `pause_members` or `resume_members`), and
+/// saves its new state so a restart finds it as it is.
+fn signal_job<R: Runtime>(
+    app: &AppHandle<R>,
+    job_id: u64,
+    members: &headroom_core::members::MemberSet,
+    signal: fn(
+        &headroom_core::counters::Counters,
+        &headroom_core::guard::Safety,
+        &headroom_core::members::MemberSet,
+    ) -> Vec<u32>,
+) {
+    let Some(state) = app.try_state::<AppState>() else {
+        return;
+    };
+    let reached = signal(&state.counters, &state.safety, members);
+    tracing::warn!(
+        root = members.root().pid,
+        ?reached,
+        "paused or resumed a job"
+    );
+    crate::persist::job_started(&state, job_id);
 }

@@ -3,6 +3,8 @@
 //! so commands are tested with Tauri's mock runtime; the tray and plugins are added only by
 //! [`run`].
 
+mod autostart;
+mod boot;
 #[cfg(any(target_os = "macos", test))]
 mod cli_install;
 mod commands;

@@ -42,7 +42,7 @@ fn mark<R: Runtime>(app: &AppHandle<R>, pid: u32, stage: &str) -> Result<(), Str
     };
     tracing::info!(pid, stage, "stage marked");
     for action in actions {
-        crate::ticker::carry_out(app, action);
+        crate::jobs::carry_out(app, action);
     }
     Ok(())
 }

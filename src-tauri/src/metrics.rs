@@ -7,25 +7,9 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use headroom_core::sampler::Sample;
-use headroom_serve::{
-    is_loopback, start, JobMetric, Metrics, MetricsHandle, Running, ServerConfig,
-};
+use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
-use crate::state::{lock, AppState};
-
-/// The endpoint while it runs, and the metrics it serves.
-#[derive(Debug, Default)]
-pub struct Endpoint {
-    running: Option<Running>,
-    metrics: Option<Metrics>,
-}
-
-impl Endpoint {
-    /// Where it listens, while it runs.
-    pub fn address(&self) -> Option<SocketAddr> {
-        self.running.as_ref().map(Running::local_addr)
-    }
-}
+use crate::state::{lock, AppState, MetricsEndpoint};
 
 /// Starts, moves or stops the endpoint to match `on` and `address`; the error says why it
 /// could not listen (the settings form shows it on the address field), and a running
@@ -34,7 +18,7 @@ pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), Stri
     let mut endpoint = lock(&state.metrics);
     let current = endpoint.address();
     if !on {
-        *endpoint = Endpoint::default();
+        *endpoint = MetricsEndpoint::default();
         return Ok(());
     }
     if current == Some(address) {
@@ -42,7 +26,7 @@ pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), Stri
     }
     // Moving to another address on the same port: the old one must let go of it first.
     if current.is_some_and(|c| c.port() == address.port()) {
-        *endpoint = Endpoint::default();
+        *endpoint = MetricsEndpoint::default();
     }
     let mut metrics = Metrics::new(MetricsHandle::default());
     let system = state.counters.read_system().ok();
@@ -52,7 +36,7 @@ pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), Stri
         tracing::warn!(%address, "metrics are reachable from other machines");
     }
     tracing::info!(address = %running.local_addr(), "serving metrics");
-    *endpoint = Endpoint {
+    *endpoint = MetricsEndpoint {
         running: Some(running),
         metrics: Some(metrics),
     };

@@ -1,17 +1,17 @@
 //! The app's shared state: counters, the one sampler, the monitor (history + jobs),
-//! settings, and what the tray and page need to know.
+//! settings, and what the tray and page need to know. Data only: it is built and saved by
+//! `crate::boot`.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use headroom_core::counters::Counters;
 use headroom_core::guard::Safety;
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
-use headroom_core::sampler::{read_sample, ErrorOnce, Sampler};
+use headroom_core::sampler::Sampler;
 use headroom_core::settings::Settings;
 
 /// Everything the commands, the ticker and the tray share.
@@ -41,7 +41,7 @@ pub struct AppState {
     /// The stage-mark socket of jobs picked in the popover (`crate::marks`), if bound.
     pub marks: Mutex<Option<headroom_core::marks::MarkServer>>,
     /// The metrics endpoint, when the setting is on.
-    pub metrics: Mutex<crate::metrics::Endpoint>,
+    pub metrics: Mutex<MetricsEndpoint>,
     /// Panics caught in the job loop (logged; the loop goes on).
     pub panics: AtomicU64,
     /// Tests: the job loop panics on its next sample.
@@ -57,61 +57,30 @@ impl std::fmt::Debug for AppState {
     }
 }
 
+/// The metrics endpoint while it runs, and the metrics it serves (see `crate::metrics`).
+#[derive(Debug, Default)]
+pub struct MetricsEndpoint {
+    /// The server, while it runs.
+    pub running: Option<headroom_serve::Running>,
+    /// What it serves.
+    pub metrics: Option<headroom_serve::Metrics>,
+}
+
+impl MetricsEndpoint {
+    /// Where it listens, while it runs.
+    pub fn address(&self) -> Option<std::net::SocketAddr> {
+        self.running
+            .as_ref()
+            .map(headroom_serve::Running::local_addr)
+    }
+}
+
 /// Locks a mutex, recovering from poisoning (a panicked holder must not take the app down).
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl AppState {
-    /// Loads settings (a corrupt file is moved aside and reported), reads a first sample and
-    /// starts the sampler.
-    pub fn new(dirs: Dirs) -> anyhow::Result<AppState> {
-        let mut problems = Vec::new();
-        let (settings, problem) = Settings::load(&dirs.settings_path());
-        if let Some(p) = problem {
-            tracing::warn!(problem = %p, "settings");
-            problems.push(p.to_string());
-        }
-        let counters = Counters::new();
-        let mut monitor = Monitor::default();
-        let mut store = crate::persist::open(&dirs, &mut problems);
-        if let Some(store) = store.as_mut() {
-            crate::persist::restore(store, &mut monitor, &settings, &counters);
-        }
-        let first = read_sample(&counters, &[], &mut ErrorOnce::default(), 0, Duration::ZERO);
-        monitor.on_sample(&first);
-        let sampler = Sampler::start(counters.clone(), settings.sample_interval)
-            .context("starting the sampler")?;
-        for set in monitor.jobs.tracked() {
-            sampler.track(&set);
-        }
-        let marks = headroom_core::marks::MarkServer::bind(&dirs.marks_dir())
-            .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
-            .ok();
-        let boot_id = counters.boot_id().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "no boot id: guards will not be taken up after a restart");
-            String::new()
-        });
-        Ok(AppState {
-            safety: Safety::new(&counters),
-            counters,
-            sampler,
-            monitor: Mutex::new(monitor),
-            settings: Mutex::new(settings),
-            dirs,
-            visible: AtomicBool::new(false),
-            paused_until: Mutex::new(None),
-            startup_problems: Mutex::new(problems),
-            store: Mutex::new(store),
-            boot_id,
-            marks: Mutex::new(marks),
-            metrics: Mutex::default(),
-            panics: AtomicU64::new(0),
-            #[cfg(test)]
-            inject_panic: AtomicBool::new(false),
-        })
-    }
-
     /// True while notifications are paused.
     pub fn notifications_paused(&self) -> bool {
         lock(&self.paused_until).is_some_and(|until| Instant::now() < until)
@@ -130,12 +99,5 @@ impl AppState {
     /// The jobs directory of `headroom guard` runs in terminals.
     pub fn jobs_dir(&self) -> PathBuf {
         self.dirs.jobs_dir()
-    }
-
-    /// Called once on exit: saves the history not yet written.
-    pub fn shutdown(&self) {
-        let mut since = i64::MIN;
-        crate::persist::save_history(self, &mut since);
-        tracing::info!("headroom-app exiting");
     }
 }

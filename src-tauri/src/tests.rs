@@ -504,14 +504,14 @@ fn notification_buttons_spare_pause_resume_and_stop() {
         jobs[0]["id"].as_str().unwrap()[4..].parse::<u64>().unwrap()
     };
     let id = job_id();
-    crate::notify::answer(&handle, id, "pause").unwrap();
+    crate::jobs::answer(&handle, id, "pause").unwrap();
     assert!(eventually(|| proc_state(pid) == Some('T')));
-    crate::notify::answer(&handle, id, "resume").unwrap();
+    crate::jobs::answer(&handle, id, "resume").unwrap();
     assert!(eventually(|| proc_state(pid) != Some('T')));
     // "Spare it" on a paused job resumes it, then lets it go.
-    crate::notify::answer(&handle, id, "pause").unwrap();
+    crate::jobs::answer(&handle, id, "pause").unwrap();
     assert!(eventually(|| proc_state(pid) == Some('T')));
-    crate::notify::answer(&handle, id, "spare").unwrap();
+    crate::jobs::answer(&handle, id, "spare").unwrap();
     assert!(eventually(|| proc_state(pid) != Some('T')));
     assert!(call(&app, "get_jobs", json!({}))
         .unwrap()
@@ -525,7 +525,7 @@ fn notification_buttons_spare_pause_resume_and_stop() {
         json!({"pid": pid, "swapBudget": "8G", "killFree": "0"}),
     )
     .unwrap();
-    crate::notify::answer(&handle, job_id(), "stop").unwrap();
+    crate::jobs::answer(&handle, job_id(), "stop").unwrap();
     assert!(
         eventually(|| child.try_wait().unwrap().is_some()),
         "not stopped"

@@ -9,12 +9,9 @@ use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
-use headroom_core::engine::Action;
-use headroom_core::guard::{pause_members, resume_members, stop_members, DEFAULT_GRACE};
 use headroom_core::sampler::Sample;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
-use crate::commands::UiJob;
 use crate::state::{lock, AppState};
 
 /// Starts the loop on its own thread.
@@ -84,7 +81,8 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, 
     sync_tracking(state, sample);
     crate::metrics::on_sample(state, sample);
     if title != tick.title || growing != tick.growing {
-        crate::notify::update_tray(app, &title, (growing != tick.growing).then_some(growing));
+        #[cfg(not(test))]
+        crate::tray::update(app, &title, (growing != tick.growing).then_some(growing));
         tick.title = title;
         tick.growing = growing;
     }
@@ -94,7 +92,7 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, 
         }
     }
     for action in actions {
-        carry_out(app, action);
+        crate::jobs::carry_out(app, action);
     }
     retune(state);
     if tick.last_save.elapsed() >= crate::persist::SAVE_EVERY {
@@ -127,86 +125,4 @@ fn sync_tracking(state: &AppState, sample: &Sample) {
     for set in &wanted {
         state.sampler.track(set);
     }
-}
-
-/// Carries out one of the engine's actions.
-pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
-    match action {
-        Action::Notify {
-            job_id,
-            command,
-            event,
-        } => {
-            if matches!(event, headroom_core::policy::JobEvent::Finished { .. }) {
-                if let Some(state) = app.try_state::<AppState>() {
-                    crate::persist::job_finished(&state, job_id);
-                }
-            }
-            // A stage beginning is shown in the job's row, not notified.
-            if !matches!(event, headroom_core::policy::JobEvent::Stage { .. }) {
-                crate::notify::job_event(app, job_id, &command, &event);
-            }
-        }
-        Action::Pause { job_id, members } => signal_job(app, job_id, &members, pause_members),
-        Action::Resume { job_id, members } => signal_job(app, job_id, &members, resume_members),
-        Action::Stop {
-            job_id, members, ..
-        } => {
-            let app = app.clone();
-            let spawned = std::thread::Builder::new()
-                .name("headroom-stop".into())
-                .spawn(move || {
-                    let Some(state) = app.try_state::<AppState>() else {
-                        return;
-                    };
-                    let report = stop_members(
-                        &state.counters,
-                        &state.safety,
-                        &members,
-                        DEFAULT_GRACE,
-                        &|| false,
-                    );
-                    tracing::warn!(root = members.root().pid, ?report, "stopped a guarded job");
-                    let done = lock(&state.monitor).jobs.stop_done(job_id, &report);
-                    for action in done {
-                        carry_out(&app, action);
-                    }
-                });
-            if let Err(e) = spawned {
-                tracing::error!(error = %e, "cannot start a stop thread");
-            }
-        }
-    }
-}
-
-/// Pauses or resumes a job's members (`signal` is `pause_members` or `resume_members`), and
-/// saves its new state so a restart finds it as it is.
-fn signal_job<R: Runtime>(
-    app: &AppHandle<R>,
-    job_id: u64,
-    members: &headroom_core::members::MemberSet,
-    signal: fn(
-        &headroom_core::counters::Counters,
-        &headroom_core::guard::Safety,
-        &headroom_core::members::MemberSet,
-    ) -> Vec<u32>,
-) {
-    let Some(state) = app.try_state::<AppState>() else {
-        return;
-    };
-    let reached = signal(&state.counters, &state.safety, members);
-    tracing::warn!(
-        root = members.root().pid,
-        ?reached,
-        "paused or resumed a job"
-    );
-    crate::persist::job_started(&state, job_id);
-}
-
-/// Jobs of `headroom guard` runs in terminals, read-only.
-pub fn external_jobs(state: &AppState) -> Vec<UiJob> {
-    headroom_core::jobfile::JobFile::list(&state.jobs_dir(), &state.counters)
-        .into_iter()
-        .map(UiJob::external)
-        .collect()
 }

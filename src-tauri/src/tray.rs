@@ -97,7 +97,7 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             }
             "login" => {
                 let on = login_item.is_checked().unwrap_or(false);
-                crate::notify::apply_launch_at_login(app, on);
+                crate::autostart::apply(app, on);
                 if let Some(state) = app.try_state::<AppState>() {
                     let mut settings = lock(&state.settings);
                     settings.launch_at_login = on;

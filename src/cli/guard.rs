@@ -23,8 +23,6 @@ use super::budget::{BudgetArgs, PauseArgs, RunArgs};
 use super::job::{display_command, exit_code, print_json, say, Printer, Signals, TraceSink};
 use super::report::Report;
 
-/// Exit code: the guard stopped the command.
-pub const EXIT_STOPPED: u8 = 3;
 /// Exit code: there was never room to start.
 pub const EXIT_NO_ROOM: u8 = 4;
 /// Exit code: the command could not be started.

@@ -19,6 +19,9 @@ use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
 use serde::Serialize;
 use serde_json::Map;
 
+/// Exit code of `guard` and `watch --guard`: the guard stopped the job.
+pub const EXIT_STOPPED: u8 = 3;
+
 /// Called on every signal (see `Interrupts::on_signal`).
 type Waker = Box<dyn Fn() + Send + Sync>;
 
@@ -237,7 +240,7 @@ pub fn exit_code(end: &EndReason) -> i32 {
     match end {
         EndReason::Exited { code } => *code,
         EndReason::Signaled { signal } | EndReason::Interrupted { signal } => 128 + signal,
-        EndReason::Stopped { .. } => i32::from(super::guard::EXIT_STOPPED),
+        EndReason::Stopped { .. } => i32::from(EXIT_STOPPED),
         EndReason::Vanished => 0,
     }
 }

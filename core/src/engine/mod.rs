@@ -11,7 +11,10 @@
 //! same engine from its ticker.
 
 pub mod drive;
+mod records;
 pub mod words;
+
+pub use records::{FinishedJob, SavedJob};
 
 use std::time::{Duration, SystemTime};
 
@@ -27,7 +30,6 @@ use crate::policy::{
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
 use crate::stages::{Reading, StageFigures, StageTracker};
-use crate::store::{ActiveGuard, FinishedJob};
 
 /// Default time between checks (and trace samples): `--poll`.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(500);
@@ -423,9 +425,9 @@ impl Engine {
     }
 
     /// What to save so the job is taken up again after a restart (in boot `boot_id`).
-    pub fn active_record(&self, id: u64, boot_id: &str) -> Option<ActiveGuard> {
+    pub fn active_record(&self, id: u64, boot_id: &str) -> Option<SavedJob> {
         let job = self.jobs.iter().find(|j| j.id == id)?;
-        Some(ActiveGuard {
+        Some(SavedJob {
             identity: job.members.root(),
             command: job.spec.command.clone(),
             mode: job.spec.mode,
@@ -442,7 +444,7 @@ impl Engine {
 
     /// Takes up a job saved before a restart (its process must still match; see
     /// `Store::restorable_guards`), keeping its start time and swap baseline.
-    pub fn restore(&mut self, saved: &ActiveGuard, members: MemberSet, base: JobSpec) -> u64 {
+    pub fn restore(&mut self, saved: &SavedJob, members: MemberSet, base: JobSpec) -> u64 {
         let spec = JobSpec {
             command: saved.command.clone(),
             mode: saved.mode,
@@ -523,6 +525,20 @@ impl Engine {
     }
 }
 
+impl JobStatus {
+    /// `running`, `paused`, `stopping`, `stopped` or `finished`, as the page and the metrics
+    /// spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Running => "running",
+            JobStatus::Paused => "paused",
+            JobStatus::Stopping => "stopping",
+            JobStatus::Stopped => "stopped",
+            JobStatus::Finished => "finished",
+        }
+    }
+}
+
 impl JobMode {
     /// `watch` or `guard`, as stored and shown.
     pub fn as_str(self) -> &'static str {
@@ -597,13 +613,7 @@ impl Job {
         let mut cfg = self.spec.cfg.clone();
         cfg.lookahead = self.check;
         let stop = self.policy.observe(guarded.then_some(&cfg), &obs);
-        self.stages.observe(&Reading {
-            t_seconds: obs.t.as_secs_f64(),
-            swap_used_bytes: obs.swap_used_bytes,
-            footprint_bytes: obs.footprint_bytes,
-            free_percent: obs.free_percent,
-        });
-        self.growth_bytes = self.policy.peak_growth_bytes();
+        self.record(&obs);
         let total = self.policy.growth_bytes(&obs);
         for event in self.events.observe(&cfg, guarded, (total, growth), &obs) {
             // A warning "will be stopped at the budget" is stale when it is stopped now.
@@ -637,13 +647,7 @@ impl Job {
     /// and a resume by itself once free memory is back and swap has stopped growing.
     fn observe_paused(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
         self.policy.observe(None, obs);
-        self.stages.observe(&Reading {
-            t_seconds: obs.t.as_secs_f64(),
-            swap_used_bytes: obs.swap_used_bytes,
-            footprint_bytes: obs.footprint_bytes,
-            free_percent: obs.free_percent,
-        });
-        self.growth_bytes = self.policy.peak_growth_bytes();
+        self.record(obs);
         let Some((_, calm)) = self.pauses.current.as_mut() else {
             return;
         };
@@ -664,6 +668,17 @@ impl Job {
                 self.resume(Some(obs.free_percent), actions);
             }
         }
+    }
+
+    /// Records `obs` in the stage figures and the peak growth (after the policy saw it).
+    fn record(&mut self, obs: &Observation) {
+        self.stages.observe(&Reading {
+            t_seconds: obs.t.as_secs_f64(),
+            swap_used_bytes: obs.swap_used_bytes,
+            footprint_bytes: obs.footprint_bytes,
+            free_percent: obs.free_percent,
+        });
+        self.growth_bytes = self.policy.peak_growth_bytes();
     }
 
     /// Pauses the job: on a crossing (`reason`), or on request.

@@ -1,0 +1,75 @@
+//! Start and end of the app's state: settings and the store loaded (a damaged file is moved
+//! aside and reported), jobs taken up again, the sampler started; on exit, the history not
+//! yet written is saved.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::Context;
+use headroom_core::counters::Counters;
+use headroom_core::guard::Safety;
+use headroom_core::monitor::Monitor;
+use headroom_core::paths::Dirs;
+use headroom_core::sampler::{read_sample, ErrorOnce, Sampler};
+use headroom_core::settings::Settings;
+
+use crate::state::AppState;
+
+impl AppState {
+    /// Loads settings (a corrupt file is moved aside and reported), reads a first sample and
+    /// starts the sampler.
+    pub fn new(dirs: Dirs) -> anyhow::Result<AppState> {
+        let mut problems = Vec::new();
+        let (settings, problem) = Settings::load(&dirs.settings_path());
+        if let Some(p) = problem {
+            tracing::warn!(problem = %p, "settings");
+            problems.push(p.to_string());
+        }
+        let counters = Counters::new();
+        let mut monitor = Monitor::default();
+        let mut store = crate::persist::open(&dirs, &mut problems);
+        if let Some(store) = store.as_mut() {
+            crate::persist::restore(store, &mut monitor, &settings, &counters);
+        }
+        let first = read_sample(&counters, &[], &mut ErrorOnce::default(), 0, Duration::ZERO);
+        monitor.on_sample(&first);
+        let sampler = Sampler::start(counters.clone(), settings.sample_interval)
+            .context("starting the sampler")?;
+        for set in monitor.jobs.tracked() {
+            sampler.track(&set);
+        }
+        let marks = headroom_core::marks::MarkServer::bind(&dirs.marks_dir())
+            .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
+            .ok();
+        let boot_id = counters.boot_id().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "no boot id: guards will not be taken up after a restart");
+            String::new()
+        });
+        Ok(AppState {
+            safety: Safety::new(&counters),
+            counters,
+            sampler,
+            monitor: Mutex::new(monitor),
+            settings: Mutex::new(settings),
+            dirs,
+            visible: AtomicBool::new(false),
+            paused_until: Mutex::new(None),
+            startup_problems: Mutex::new(problems),
+            store: Mutex::new(store),
+            boot_id,
+            marks: Mutex::new(marks),
+            metrics: Mutex::default(),
+            panics: AtomicU64::new(0),
+            #[cfg(test)]
+            inject_panic: AtomicBool::new(false),
+        })
+    }
+
+    /// Called once on exit: saves the history not yet written.
+    pub fn shutdown(&self) {
+        let mut since = i64::MIN;
+        crate::persist::save_history(self, &mut since);
+        tracing::info!("headroom-app exiting");
+    }
+}
