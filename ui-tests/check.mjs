@@ -325,6 +325,26 @@ check('pause at the budget: chosen in the form; pause, resume and stop in the ro
   assert.deepEqual(names, ['pause_job', 'resume_job', 'pause_job', 'stop_job']);
 });
 
+check('windows and the row cap come from Rust (get_config), not the page', async (page) => {
+  await page.goto(`${base}?windows=300,3600&max=2`);
+  await ready(page);
+  const r = await page.eval(() => ({
+    tabs: [...document.querySelectorAll('.tab[data-window]')].map((t) => [t.dataset.window, t.textContent]),
+    selected: document.querySelector('.tab[aria-selected="true"]')?.dataset.window,
+    rows: document.querySelectorAll('.proc').length,
+    more: document.querySelector('#processes-more').textContent,
+    moreShown: !document.querySelector('#processes-more').hidden,
+    total: window.__mock.processes.length,
+  }));
+  assert.deepEqual(r.tabs, [['300', '5 min'], ['3600', '1 h']]);
+  assert.equal(r.selected, '300');
+  assert.equal(r.rows, 2);
+  assert.ok(r.moreShown);
+  assert.equal(r.more, `Showing 2 of ${r.total}. Search to find the others.`);
+  const asked = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'get_chart').map((c) => c.args.windowSeconds));
+  assert.ok(asked.length > 0 && asked.every((w) => w === 300), `${asked}`);
+});
+
 check('a running job that ends gets its verdict in place', async (page) => {
   await page.goto(base);
   await ready(page);

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import {
   formatBytes, formatSignedBytes, formatPercentNumber, formatWindow, pressureWord,
-  budgetUse, matchFieldError, errorText,
+  budgetUse, fieldError, errorText,
 } from '../ui/format.js';
 
 const GB = 2 ** 30;
@@ -37,17 +37,12 @@ assert.deepEqual(budgetUse(7.5 * GB, 8 * GB).level, 'over');
 assert.deepEqual(budgetUse(9.6 * GB, 8 * GB).fraction, 1);
 assert.equal(budgetUse(1, null), null);
 
-const guardFields = { budget: ['swap budget'], killFree: ['kill free'] };
-assert.deepEqual(matchFieldError("swap budget: invalid size 'x': expected", guardFields),
-  { field: 'budget', message: "invalid size 'x': expected" });
-assert.deepEqual(matchFieldError('Kill free: must be 0-100', guardFields),
-  { field: 'killFree', message: 'must be 0-100' });
-assert.deepEqual(matchFieldError('kill_free: bad', guardFields), { field: 'killFree', message: 'bad' });
-assert.deepEqual(matchFieldError('guard: swap budget: too big', guardFields), { field: 'budget', message: 'too big' });
-assert.deepEqual(matchFieldError('process 42 is gone', guardFields), { field: null, message: 'process 42 is gone' });
-const settingsFields = { budget: ['default swap budget', 'swap budget'], step: ['notify step'] };
-assert.equal(matchFieldError('default swap budget: no', settingsFields).field, 'budget');
-assert.equal(matchFieldError('notify_step: no', settingsFields).field, 'step');
+assert.deepEqual(fieldError({ field: 'swap_budget', message: "invalid size 'x'", text: "swap budget: invalid size 'x'" }),
+  { field: 'swap_budget', message: "invalid size 'x'" });
+assert.deepEqual(fieldError({ field: null, message: 'pid 42 is gone', text: 'pid 42 is gone' }),
+  { field: null, message: 'pid 42 is gone' });
+assert.deepEqual(fieldError('invalid args `id`'), { field: null, message: 'invalid args `id`' });
+assert.equal(errorText({ field: 'kill_free', message: 'bad', text: 'kill free: bad' }), 'kill free: bad');
 assert.equal(errorText(new Error('boom')), 'boom');
 assert.equal(errorText({ message: 'obj' }), 'obj');
 assert.equal(errorText(undefined), 'unknown error');

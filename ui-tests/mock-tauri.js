@@ -47,6 +47,12 @@
       { pid: 1601, ppid: 1, uid: 501, name: 'Dock', command: '/System/Library/CoreServices/Dock.app/Contents/MacOS/Dock', footprint_bytes: 61 * MB, resident_bytes: 58 * MB, swap_bytes: null },
       { pid: 1702, ppid: 1, uid: 501, name: 'headroom', command: '/Applications/Headroom.app/Contents/MacOS/headroom', footprint_bytes: 38 * MB, resident_bytes: 36 * MB, swap_bytes: null },
     ],
+    // What Rust's get_config says (`?windows=300,3600&max=2` to change it).
+    config: {
+      windows_seconds: (params.get('windows') || '600,3600,86400').split(',').map(Number),
+      tick_window_seconds: 600,
+      max_processes: Number(params.get('max') || 150),
+    },
     jobs: params.get('jobs') === 'none' ? [] : [
       { id: 'job-7', pid: 4242, command: 'python generate.py --model stabilityai/stable-diffusion-xl-base-1.0 --offload cpu --steps 50', mode: 'guard', state: 'running', swap_growth_bytes: 7.1 * GB, swap_budget_bytes: 8 * GB, peak_footprint_bytes: 18.5 * GB, verdict: null, read_only: false },
       { id: 'job-6', pid: 5120, command: 'node /Users/ana/dev/site/node_modules/.bin/next dev', mode: 'watch', state: 'running', swap_growth_bytes: 120 * MB, swap_budget_bytes: null, peak_footprint_bytes: 812 * MB, verdict: null, read_only: false },
@@ -98,9 +104,15 @@
     return chartCache[name];
   }
 
+  // Command errors as Rust types them (src-tauri/src/error.rs): the field at fault or null,
+  // the message without the field's name, and the whole text. Tauri's own argument errors
+  // stay plain strings.
+  const fail = (field, label, message) => ({ field, message, text: `${label}: ${message}` });
+  const err = (message) => ({ field: null, message, text: message });
+
   function addJob(pid, mode, budget) {
     const proc = mock.processes.find((p) => p.pid === pid);
-    if (!proc) throw `no process with pid ${pid}`;
+    if (!proc) throw err(`no process with pid ${pid}`);
     const job = {
       id: `job-${mock.nextJobId++}`, pid, command: proc.command, mode, state: 'running',
       swap_growth_bytes: 0, swap_budget_bytes: budget ?? null,
@@ -112,8 +124,8 @@
 
   function controlJob(id, from, to) {
     const job = mock.jobs.find((j) => j.id === id);
-    if (!job) throw `job '${id}' is not one of the app's jobs`;
-    if (from && job.state !== from) throw `the job cannot be ${to} now`;
+    if (!job) throw err(`job '${id}' is not one of the app's jobs`);
+    if (from && job.state !== from) throw err(`the job cannot be ${to} now`);
     job.state = to;
     if (to === 'paused') job.pauses = (job.pauses ?? 0) + 1;
     return null;
@@ -122,22 +134,24 @@
   const commands = {
     get_status: ({ windowSeconds }) => statusFor(windowSeconds),
     get_chart: ({ dark }) => chart(!!dark),
+    get_config: () => clone(mock.config),
     get_processes: ({ query }) => {
       const q = String(query || '').trim().toLowerCase();
-      return clone(mock.processes.filter((p) => !q
+      const all = mock.processes.filter((p) => !q
         || p.name.toLowerCase().includes(q) || p.command.toLowerCase().includes(q)
-        || String(p.pid) === q));
+        || String(p.pid) === q);
+      return clone({ rows: all.slice(0, mock.config.max_processes), total: all.length });
     },
     get_jobs: () => clone(mock.jobs),
     watch: ({ pid }) => addJob(pid, 'watch', null),
     guard: ({ pid, swapBudget, killFree, onBudget }) => {
-      if (onBudget !== 'stop' && onBudget !== 'pause') throw `on budget: '${onBudget}' is not one of stop, pause`;
+      if (onBudget !== 'stop' && onBudget !== 'pause') throw fail('on_budget', 'on budget', `'${onBudget}' is not one of stop, pause`);
       const budget = parseSize(swapBudget);
       if (budget === null || budget <= 0) {
-        throw `swap budget: invalid size '${swapBudget}': expected a number with an optional unit K, M, G or T (e.g. 8G)`;
+        throw fail('swap_budget', 'swap budget', `invalid size '${swapBudget}': expected a number with an optional unit K, M, G or T (e.g. 8G)`);
       }
       if (parsePercent(killFree) === null) {
-        throw `kill free: invalid percentage '${killFree}': expected a number from 0 to 100`;
+        throw fail('kill_free', 'kill free', `invalid percentage '${killFree}': expected a number from 0 to 100`);
       }
       const job = addJob(pid, 'guard', budget);
       mock.jobs[0].on_budget = onBudget;
@@ -149,29 +163,29 @@
     unguard: ({ id }) => {
       if (typeof id !== 'string') throw `invalid args \`id\` for command \`unguard\`: expected a string`;
       const i = mock.jobs.findIndex((j) => j.id === id);
-      if (i < 0) throw `no job ${id}`;
+      if (i < 0) throw err(`no job ${id}`);
       mock.jobs.splice(i, 1);
       return null;
     },
     get_settings: () => clone(mock.settings),
     set_settings: ({ settings }) => {
       if (!/^\d+(\.\d+)?(ms|s)$/.test(settings.sample_interval)) {
-        throw `sample interval: invalid duration '${settings.sample_interval}': expected e.g. 0.5s or 500ms`;
+        throw fail('sample_interval', 'sample interval', `invalid duration '${settings.sample_interval}': expected e.g. 0.5s or 500ms`);
       }
       if (parseSize(settings.notify_step) === null) {
-        throw `notify step: invalid size '${settings.notify_step}': expected e.g. 512M`;
+        throw fail('notify_step', 'notification step', `invalid size '${settings.notify_step}': expected e.g. 512M`);
       }
       if (parseSize(settings.default_swap_budget) === null) {
-        throw `default swap budget: invalid size '${settings.default_swap_budget}': expected e.g. 8G`;
+        throw fail('default_swap_budget', 'default swap budget', `invalid size '${settings.default_swap_budget}': expected e.g. 8G`);
       }
       if (typeof settings.default_kill_free !== 'string') {
         throw `invalid args \`settings\` for command \`set_settings\`: invalid type: ${typeof settings.default_kill_free}, expected a string`;
       }
       if (parsePercent(settings.default_kill_free.replace(/%$/, '')) === null) {
-        throw `default free-memory floor: must be a percent from 0 to 100, not ${settings.default_kill_free}`;
+        throw fail('default_kill_free', 'default free-memory floor', `must be a percent from 0 to 100, not ${settings.default_kill_free}`);
       }
       if (!/^[\d.]+:\d+$/.test(settings.metrics_address)) {
-        throw `metrics address: invalid address '${settings.metrics_address}': expected IP:PORT, e.g. 127.0.0.1:9101`;
+        throw fail('metrics_address', 'metrics address', `invalid address '${settings.metrics_address}': expected IP:PORT, e.g. 127.0.0.1:9101`);
       }
       mock.settings = clone(settings);
       return clone(mock.settings);
@@ -182,7 +196,7 @@
     mock.calls.push({ name, args: clone(args ?? {}), at: Date.now() });
     await delay(10 + Math.random() * 30);
     if (failing.has(name) || failing.has(name.replace(/^get_/, ''))) {
-      throw `${name} failed: the mock was told to fail (fail=${[...failing].join(',')})`;
+      throw err(`${name} failed: the mock was told to fail (fail=${[...failing].join(',')})`);
     }
     const fn = commands[name];
     if (!fn) throw `unknown command ${name}`;

@@ -14,6 +14,11 @@ async function call(name, args) {
   return tauri().core.invoke(name, args);
 }
 
+/** What the page takes from Rust: chart windows, the tick's window, the process-list cap. */
+export function getConfig() {
+  return call('get_config');
+}
+
 /** System status: free %, swap, pressure. `windowSeconds` sets the swap-change window. */
 export function getStatus(windowSeconds) {
   return call('get_status', { windowSeconds });
@@ -24,7 +29,7 @@ export function getChart(windowSeconds, dark) {
   return call('get_chart', { windowSeconds, dark });
 }
 
-/** Processes sorted by footprint, filtered by `query`. */
+/** Processes sorted by footprint, filtered by `query`: { rows, total } (rows are capped). */
 export function getProcesses(query) {
   return call('get_processes', { query });
 }

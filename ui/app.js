@@ -9,7 +9,7 @@
 // at once. User actions (tab, search, watch, guard) refresh what they change right away.
 
 import * as api from './api.js';
-import { setText, setAttr } from './dom.js';
+import { el, setText, setAttr } from './dom.js';
 import {
   formatBytes, formatSignedBytes, formatPercentNumber, formatWindow, pressureWord, errorText,
 } from './format.js';
@@ -21,16 +21,16 @@ import { initSettings, loadSettings, currentSettings } from './settings.js';
 const SLOW_REFRESH_MS = 2000;
 const HEARTBEAT_MS = 1000;
 const SEARCH_DEBOUNCE_MS = 150;
-const WINDOWS = [600, 3600, 86400];
-// Ticks carry the swap change over 10 min; for the other windows the change comes from
-// get_status({ windowSeconds }), asked with each 2 s refresh.
-const TICK_WINDOW = 600;
+// From Rust (get_config): the chart windows, and the one ticks carry the swap change over;
+// for the other windows the change comes from get_status({ windowSeconds }), asked with each
+// 2 s refresh.
+const config = { windows: [], tickWindow: null };
 const WINDOW_KEY = 'headroom.chartWindow';
 
 const darkQuery = window.matchMedia('(prefers-color-scheme: dark)');
 
 const state = {
-  windowSeconds: loadWindow(),
+  windowSeconds: null, // set from the config at start
   dark: darkQuery.matches,
   query: '',
   jobs: [],
@@ -53,9 +53,9 @@ const $ = (id) => document.getElementById(id);
 function loadWindow() {
   try {
     const saved = Number(window.localStorage.getItem(WINDOW_KEY));
-    if (WINDOWS.includes(saved)) return saved;
+    if (config.windows.includes(saved)) return saved;
   } catch { /* storage unavailable */ }
-  return WINDOWS[0];
+  return config.windows[0];
 }
 
 // ---- Errors -------------------------------------------------------------------------------
@@ -67,6 +67,7 @@ const LABELS = {
   processes: 'Couldn\u2019t load processes',
   settings: 'Couldn\u2019t load settings',
   events: 'Live updates unavailable',
+  config: 'Couldn\u2019t load the popover\u2019s settings from Headroom',
 };
 
 /** Reports a failing refresh once (until it succeeds again): a small toast, nothing modal. */
@@ -139,7 +140,7 @@ async function refreshStatus() {
 function onTick(payload) {
   if (!state.visible) return;
   state.lastTickAt = Date.now();
-  const ours = state.windowSeconds === TICK_WINDOW;
+  const ours = state.windowSeconds === config.tickWindow;
   if (ours) ++state.seq.status; // newer than any status request in flight
   renderStatus(payload, { withChange: ours });
   succeeded('status');
@@ -196,7 +197,7 @@ async function refreshChart() {
 }
 
 function selectWindow(seconds) {
-  if (!WINDOWS.includes(seconds)) return;
+  if (!config.windows.includes(seconds)) return;
   state.windowSeconds = seconds;
   try { window.localStorage.setItem(WINDOW_KEY, String(seconds)); } catch { /* ignore */ }
   for (const tab of document.querySelectorAll('.tab[data-window]')) {
@@ -228,9 +229,10 @@ async function refreshProcesses() {
   const seq = ++state.seq.processes;
   const query = state.query;
   try {
-    const procs = await api.getProcesses(query);
+    const list = await api.getProcesses(query);
     if (seq !== state.seq.processes) return;
-    renderProcesses(Array.isArray(procs) ? procs : [], query, trackedPids(state.jobs));
+    const rows = Array.isArray(list?.rows) ? list.rows : [];
+    renderProcesses(rows, list?.total ?? rows.length, query, trackedPids(state.jobs));
     succeeded('processes');
   } catch (error) {
     if (seq !== state.seq.processes) return;
@@ -308,7 +310,7 @@ function refreshSlow() {
   state.lastSlowAt = Date.now();
   state.slowInFlight = true;
   const work = [refreshChart(), refreshJobs().then(refreshProcesses)];
-  if (state.windowSeconds !== TICK_WINDOW && Date.now() - state.lastTickAt < SLOW_REFRESH_MS) {
+  if (state.windowSeconds !== config.tickWindow && Date.now() - state.lastTickAt < SLOW_REFRESH_MS) {
     work.push(refreshStatus()); // the change over 1 h / 24 h (ticks carry 10 min)
   }
   return Promise.allSettled(work)
@@ -354,6 +356,15 @@ function resume() {
 }
 
 // ---- Wiring -------------------------------------------------------------------------------
+
+/** One tab per window of the config. */
+function buildTabs() {
+  const tabs = config.windows.map((seconds) => el('button', {
+    class: 'tab', type: 'button', text: formatWindow(seconds),
+    dataset: { window: String(seconds) }, attrs: { role: 'tab', 'aria-selected': 'false' },
+  }));
+  $('chart-tabs').replaceChildren(...tabs);
+}
 
 function bindTabs() {
   const tabs = Array.from(document.querySelectorAll('.tab[data-window]'));
@@ -402,7 +413,26 @@ function bindSearch() {
   });
 }
 
-function start() {
+/** Loads the config from Rust, trying again every second until it comes. */
+async function loadConfig() {
+  for (;;) {
+    try {
+      const c = await api.getConfig();
+      config.windows = c.windows_seconds;
+      config.tickWindow = c.tick_window_seconds;
+      succeeded('config');
+      return;
+    } catch (error) {
+      failed('config', error);
+      await new Promise((resolve) => { setTimeout(resolve, 1000); });
+    }
+  }
+}
+
+async function start() {
+  await loadConfig();
+  state.windowSeconds = loadWindow();
+  buildTabs();
   selectWindow(state.windowSeconds);
   bindTabs();
   bindSearch();

@@ -100,43 +100,23 @@ export function budgetUse(growthBytes, budgetBytes) {
 }
 
 /**
- * Which form field a rejected command names: the error string starts with the field's
- * name and a colon ("swap budget: invalid size 'x': …"). `fields` maps a field key to its
- * accepted names (lowercase, spaces); underscores and dashes in the error count as spaces.
- * Returns { field, message } where message is the text after the name (or the whole
- * string when no field matched, with field null).
+ * A rejected command's error, typed by Rust ({ field, message, text }): the form field at
+ * fault (a settings key, or `swap_budget`, `kill_free`, `on_budget`) or null, and the message
+ * without the field's name. Anything else (a Tauri error string) has no field.
  */
-export function matchFieldError(error, fields) {
-  const raw = errorText(error);
-  const norm = raw.trim().toLowerCase().replace(/[_-]/g, ' ');
-  // Longest names first, so "default swap budget" wins over "swap budget".
-  const names = [];
-  for (const [field, aliases] of Object.entries(fields)) {
-    for (const alias of aliases) names.push({ field, alias: alias.toLowerCase() });
+export function fieldError(error) {
+  if (error && typeof error === 'object' && typeof error.message === 'string' && 'field' in error) {
+    return { field: error.field ?? null, message: error.message };
   }
-  names.sort((a, b) => b.alias.length - a.alias.length);
-  for (const { field, alias } of names) {
-    if (norm.startsWith(alias + ':')) {
-      const rest = raw.trim().slice(alias.length + 1).trim();
-      return { field, message: rest || raw.trim() };
-    }
-  }
-  // A wrapped error ("guard: swap budget: …") still names its field.
-  for (const { field, alias } of names) {
-    const at = norm.indexOf(alias + ':');
-    if (at > 0 && /[\s:]/.test(norm[at - 1])) {
-      const rest = raw.trim().slice(at + alias.length + 1).trim();
-      return { field, message: rest || raw.trim() };
-    }
-  }
-  return { field: null, message: raw.trim() };
+  return { field: null, message: errorText(error) };
 }
 
-/** The text of whatever a rejected invoke gave us (usually a string). */
+/** The text of whatever a rejected invoke gave us: a command error's `text`, or a string. */
 export function errorText(error) {
   if (error == null) return 'unknown error';
   if (typeof error === 'string') return error;
   if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && typeof error.text === 'string') return error.text;
   if (typeof error === 'object' && typeof error.message === 'string') return error.message;
   try {
     return JSON.stringify(error);

@@ -5,14 +5,9 @@
 // open, rows keep their order (new ones go to the end) so nothing jumps under the cursor.
 
 import { el, setText, setAttr, placeChildren } from './dom.js';
-import { formatBytes, matchFieldError } from './format.js';
+import { formatBytes, fieldError } from './format.js';
 
-export const MAX_ROWS = 150;
 
-const GUARD_FIELDS = {
-  budget: ['swap budget', 'swap budget bytes', 'budget'],
-  killFree: ['kill free', 'kill free %', 'kill free percent'],
-};
 
 const rows = new Map(); // pid -> row element
 let handlers = null; // { onWatch(proc, button), onGuard(proc, budget, killFree) -> Promise }
@@ -96,11 +91,12 @@ function updateRow(row, proc, tracked) {
 }
 
 /**
- * Renders the processes returned for `query`. `tracked`: pid -> job mode of running jobs.
+ * Renders the processes returned for `query`: the first rows Rust sent, of `total` that
+ * matched. `tracked`: pid -> job mode of running jobs.
  */
-export function renderProcesses(procs, query, tracked) {
+export function renderProcesses(procs, total, query, tracked) {
   const ul = list();
-  const shown = procs.slice(0, MAX_ROWS);
+  const shown = procs;
   const queryChanged = query !== lastQuery;
   lastQuery = query;
 
@@ -139,8 +135,8 @@ export function renderProcesses(procs, query, tracked) {
   empty.hidden = procs.length > 0;
   setText(empty, query.trim() ? `No processes match “${query.trim()}”.` : 'No processes.');
   const more = document.getElementById('processes-more');
-  more.hidden = procs.length <= MAX_ROWS;
-  setText(more, `Showing ${MAX_ROWS} of ${procs.length}. Search to find the others.`);
+  more.hidden = total <= procs.length;
+  setText(more, `Showing ${procs.length} of ${total}. Search to find the others.`);
 }
 
 // ---- Guard form -------------------------------------------------------------------------
@@ -211,12 +207,13 @@ function buildGuardRow(proc, defaults) {
       await handlers.onGuard(proc, budget.input.value, killFree.input.value, onBudget.value);
       closeGuardForm();
     } catch (error) {
-      const { field: which, message } = matchFieldError(error, GUARD_FIELDS);
-      if (which === 'budget') showFieldError(budget.error, budget.input, message);
-      else if (which === 'killFree') showFieldError(killFree.error, killFree.input, message);
+      // Rust names the field at fault: swap_budget, kill_free (on_budget is a choice).
+      const { field: which, message } = fieldError(error);
+      if (which === 'swap_budget') showFieldError(budget.error, budget.input, message);
+      else if (which === 'kill_free') showFieldError(killFree.error, killFree.input, message);
       else showFieldError(general, null, message);
-      const target = which === 'killFree' ? killFree.input : budget.input;
-      if (which) target.focus();
+      if (which === 'kill_free') killFree.input.focus();
+      else if (which === 'swap_budget') budget.input.focus();
     } finally {
       submit.disabled = false;
       setText(submit, 'Guard');

@@ -2,28 +2,19 @@
 
 import * as api from './api.js';
 import { setText, setAttr } from './dom.js';
-import { matchFieldError, errorText } from './format.js';
+import { fieldError as typedError, errorText } from './format.js';
 
-// Setting key -> input id, and the names an error string may start with.
+// Setting key (as Rust names it, also in errors) -> input id.
 const FIELDS = {
-  sample_interval: { id: 'set-sample-interval', names: ['sample interval', 'interval'] },
-  notify_step: { id: 'set-notify-step', names: ['notify step', 'notification step', 'step'] },
-  default_swap_budget: {
-    id: 'set-default-budget',
-    names: ['default swap budget', 'default budget', 'swap budget', 'budget'],
-  },
-  default_kill_free: {
-    id: 'set-default-kill-free',
-    names: ['default kill free', 'default free memory floor', 'free memory floor', 'kill free'],
-  },
-  tight_compressed: {
-    id: 'set-tight-compressed',
-    names: ['tight compressed growth', 'tight compressed'],
-  },
-  tight_free: { id: 'set-tight-free', names: ['tight free floor', 'tight free'] },
-  launch_at_login: { id: 'set-launch-at-login', names: ['launch at login'] },
-  serve_metrics: { id: 'set-serve-metrics', names: ['serve metrics'] },
-  metrics_address: { id: 'set-metrics-address', names: ['metrics address'] },
+  sample_interval: { id: 'set-sample-interval' },
+  notify_step: { id: 'set-notify-step' },
+  default_swap_budget: { id: 'set-default-budget' },
+  default_kill_free: { id: 'set-default-kill-free' },
+  tight_compressed: { id: 'set-tight-compressed' },
+  tight_free: { id: 'set-tight-free' },
+  launch_at_login: { id: 'set-launch-at-login' },
+  serve_metrics: { id: 'set-serve-metrics' },
+  metrics_address: { id: 'set-metrics-address' },
 };
 const TEXT_KEYS = ['sample_interval', 'notify_step', 'default_swap_budget', 'tight_compressed', 'tight_free',
   'metrics_address'];
@@ -139,9 +130,8 @@ async function save(event) {
     onChange(current);
     status('Saved', 'ok');
   } catch (error) {
-    const names = Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, f.names]));
-    const { field, message } = matchFieldError(error, names);
-    if (field) {
+    const { field, message } = typedError(error);
+    if (field && FIELDS[field]) {
       fieldError(field, message);
       $(FIELDS[field].id).focus();
       status('Not saved', 'error');

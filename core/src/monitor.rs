@@ -16,6 +16,10 @@ use crate::units::format_bytes_short;
 pub const GROWING_THRESHOLD_BYTES: u64 = 1 << 20;
 /// At most this many points in a chart.
 pub const CHART_POINTS: usize = 300;
+/// The chart windows the popover offers, seconds (10 min, 1 h, 24 h).
+pub const CHART_WINDOWS_SECONDS: [u64; 3] = [600, 3600, 86_400];
+/// The swap-change window of the status pushed with each sample (the `tick` event).
+pub const TICK_WINDOW_SECONDS: u64 = 600;
 
 /// The header of the popover (and the `tick` event's payload).
 #[derive(Debug, Clone, PartialEq, Serialize)]

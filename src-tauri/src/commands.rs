@@ -1,5 +1,5 @@
-//! The page's commands. Each delegates to headroom-core and returns data or a message for
-//! people (a `String` error naming the field at fault, for forms).
+//! The page's commands. Each delegates to headroom-core and returns data or a typed
+//! [`CommandError`] (the form field at fault, if any, and the message).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use headroom_core::engine::{JobMode, JobSpec, JobView};
 use headroom_core::jobfile::{JobFile, JobFileState};
 use headroom_core::members::{MemberSet, Members};
-use headroom_core::monitor::StatusView;
+use headroom_core::monitor::{StatusView, CHART_WINDOWS_SECONDS, TICK_WINDOW_SECONDS};
 use headroom_core::policy::{EndReason, GuardConfig, OnBudget};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::settings::{Settings, SettingsField, SettingsUpdate};
@@ -15,27 +15,54 @@ use headroom_core::units;
 use serde::Serialize;
 use tauri::State;
 
+use crate::error::{CommandError, CommandResult};
 use crate::state::{lock, AppState};
 
-/// Most rows the process list shows.
+/// Most rows the process list sends.
 const MAX_PROCESSES: usize = 150;
-/// Allowed chart windows, seconds.
-const WINDOWS: [u64; 3] = [600, 3600, 86_400];
 
-fn window(window_seconds: u64) -> Result<Duration, String> {
-    WINDOWS
+/// What the page takes from Rust instead of keeping its own copy.
+#[derive(Debug, Clone, Serialize)]
+pub struct UiConfig {
+    /// The chart windows offered, seconds.
+    windows_seconds: Vec<u64>,
+    /// The window of the status pushed with each `tick` event, seconds.
+    tick_window_seconds: u64,
+    /// Most rows `get_processes` sends.
+    max_processes: usize,
+}
+
+/// The windows, caps and defaults the page uses (its single source).
+#[tauri::command]
+pub fn get_config() -> UiConfig {
+    UiConfig {
+        windows_seconds: CHART_WINDOWS_SECONDS.to_vec(),
+        tick_window_seconds: TICK_WINDOW_SECONDS,
+        max_processes: MAX_PROCESSES,
+    }
+}
+
+fn window(window_seconds: u64) -> CommandResult<Duration> {
+    CHART_WINDOWS_SECONDS
         .contains(&window_seconds)
         .then(|| Duration::from_secs(window_seconds))
-        .ok_or_else(|| format!("window: {window_seconds} s is not one of 600, 3600, 86400"))
+        .ok_or_else(|| {
+            let allowed: Vec<String> = CHART_WINDOWS_SECONDS.iter().map(u64::to_string).collect();
+            format!(
+                "window: {window_seconds} s is not one of {}",
+                allowed.join(", ")
+            )
+            .into()
+        })
 }
 
 /// Header numbers for a chart window.
 #[tauri::command]
-pub fn get_status(state: State<'_, AppState>, window_seconds: u64) -> Result<StatusView, String> {
+pub fn get_status(state: State<'_, AppState>, window_seconds: u64) -> CommandResult<StatusView> {
     let w = window(window_seconds)?;
     lock(&state.monitor)
         .status(w)
-        .ok_or_else(|| "no memory reading yet".to_string())
+        .ok_or_else(|| "no memory reading yet".into())
 }
 
 /// The history chart as SVG.
@@ -44,11 +71,11 @@ pub fn get_chart(
     state: State<'_, AppState>,
     window_seconds: u64,
     dark: bool,
-) -> Result<String, String> {
+) -> CommandResult<String> {
     let w = window(window_seconds)?;
     lock(&state.monitor)
         .chart_svg(w, dark)
-        .map_err(|e| format!("chart: {e}"))
+        .map_err(|e| format!("chart: {e}").into())
 }
 
 /// One row of the process list.
@@ -64,9 +91,17 @@ pub struct ProcessRow {
     swap_bytes: Option<u64>,
 }
 
-/// Processes sorted by footprint, filtered by `query` (name, command or pid).
+/// The process list: the first rows by footprint, and how many matched in all.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessList {
+    rows: Vec<ProcessRow>,
+    total: usize,
+}
+
+/// Processes sorted by footprint, filtered by `query` (name, command or pid); at most
+/// `MAX_PROCESSES` rows, with the number that matched.
 #[tauri::command]
-pub fn get_processes(state: State<'_, AppState>, query: String) -> Result<Vec<ProcessRow>, String> {
+pub fn get_processes(state: State<'_, AppState>, query: String) -> CommandResult<ProcessList> {
     let rows = state
         .counters
         .scan_footprints()
@@ -99,8 +134,9 @@ pub fn get_processes(state: State<'_, AppState>, query: String) -> Result<Vec<Pr
         })
         .collect();
     out.sort_by_key(|r| std::cmp::Reverse(r.footprint_bytes));
+    let total = out.len();
     out.truncate(MAX_PROCESSES);
-    Ok(out)
+    Ok(ProcessList { rows: out, total })
 }
 
 /// A job as the page shows it.
@@ -204,7 +240,7 @@ fn ui_job(v: JobView) -> UiJob {
     }
 }
 
-fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> Result<UiJob, String> {
+fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> CommandResult<UiJob> {
     let id = ProcessIdentity::of(&state.counters, pid).map_err(|e| format!("pid {pid}: {e}"))?;
     if mode == JobMode::Guard {
         state
@@ -216,11 +252,7 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> Resul
         .counters
         .process_info(pid)
         .map_err(|e| format!("pid {pid}: {e}"))?;
-    let command = if info.command.is_empty() {
-        info.name
-    } else {
-        info.command
-    };
+    let command = info.display_command().to_string();
     let swap_now = state
         .counters
         .read_system()
@@ -245,12 +277,12 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> Resul
         .ok_or_else(|| "job vanished".to_string());
     drop(monitor);
     crate::persist::job_started(state, job_id);
-    view
+    Ok(view?)
 }
 
 /// Watch a process: notifications and a verdict.
 #[tauri::command]
-pub fn watch(state: State<'_, AppState>, pid: u32) -> Result<UiJob, String> {
+pub fn watch(state: State<'_, AppState>, pid: u32) -> CommandResult<UiJob> {
     let cfg = lock(&state.settings).guard_config();
     add_job(&state, pid, JobMode::Watch, cfg)
 }
@@ -264,18 +296,22 @@ pub fn guard(
     swap_budget: String,
     kill_free: String,
     on_budget: Option<String>,
-) -> Result<UiJob, String> {
+) -> CommandResult<UiJob> {
     let budget = units::parse_bytes(&swap_budget)
         .ok()
         .filter(|&b| b > 0)
         .ok_or_else(|| {
-            format!("swap budget: invalid size '{swap_budget}': expected e.g. 8G or 512M")
+            let message = format!("invalid size '{swap_budget}': expected e.g. 8G or 512M");
+            CommandError::field("swap_budget", "swap budget", message)
         })?;
-    let floor = units::parse_percent(&kill_free).map_err(|e| format!("kill free: {e}"))?;
+    let floor = units::parse_percent(&kill_free)
+        .map_err(|e| CommandError::field("kill_free", "kill free", e.to_string()))?;
     let on_budget = match on_budget.as_deref() {
         None => OnBudget::Stop,
-        Some(text) => OnBudget::parse(text)
-            .ok_or_else(|| format!("on budget: '{text}' is not one of stop, pause"))?,
+        Some(text) => OnBudget::parse(text).ok_or_else(|| {
+            let message = format!("'{text}' is not one of stop, pause");
+            CommandError::field("on_budget", "on budget", message)
+        })?,
     };
     let cfg = GuardConfig {
         swap_budget_bytes: budget,
@@ -288,12 +324,12 @@ pub fn guard(
 
 /// Stop watching or guarding a job (never stops its process).
 #[tauri::command]
-pub fn unguard(state: State<'_, AppState>, id: String) -> Result<(), String> {
+pub fn unguard(state: State<'_, AppState>, id: String) -> CommandResult<()> {
     let n: u64 = id
         .strip_prefix("job-")
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| format!("job '{id}' cannot be unguarded here"))?;
-    crate::jobs::release(&state, n)
+    Ok(crate::jobs::release(&state, n)?)
 }
 
 /// Jobs of the app, and read-only ones of `headroom guard` runs in terminals.
@@ -321,11 +357,13 @@ pub fn set_settings(
     app: tauri::AppHandle<impl tauri::Runtime>,
     state: State<'_, AppState>,
     settings: SettingsUpdate,
-) -> Result<SettingsUpdate, String> {
-    let new: Settings = settings.validate().map_err(|e| e.to_string())?;
+) -> CommandResult<SettingsUpdate> {
+    let new: Settings = settings.validate()?;
     // The endpoint first: an address that cannot be listened on is refused, nothing saved.
-    crate::metrics::apply(&state, new.serve_metrics, new.metrics_address)
-        .map_err(|e| format!("{}: {e}", SettingsField::MetricsAddress.label()))?;
+    crate::metrics::apply(&state, new.serve_metrics, new.metrics_address).map_err(|e| {
+        let field = SettingsField::MetricsAddress;
+        CommandError::field(field.key(), field.label(), e)
+    })?;
     new.save(&state.dirs.settings_path())
         .map_err(|e| format!("saving settings: {e}"))?;
     // Only the spacing of the checks changes: the sampler's clock and the jobs go on.

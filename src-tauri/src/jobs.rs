@@ -8,6 +8,7 @@ use headroom_core::guard::{pause_members, resume_members, stop_members, DEFAULT_
 use headroom_core::marks::{not_here, Control};
 use tauri::{AppHandle, Manager, Runtime};
 
+use crate::error::CommandResult;
 use crate::state::{lock, AppState};
 
 /// Carries out `control` on job `job_id`; the error says why nothing happened.
@@ -113,20 +114,20 @@ fn job_id(id: &str) -> Result<u64, String> {
 
 /// Pause a job now (SIGSTOP to each of its processes).
 #[tauri::command]
-pub fn pause_job<R: Runtime>(app: AppHandle<R>, id: String) -> Result<(), String> {
-    act(&app, job_id(&id)?, Control::Pause)
+pub fn pause_job<R: Runtime>(app: AppHandle<R>, id: String) -> CommandResult<()> {
+    Ok(act(&app, job_id(&id)?, Control::Pause)?)
 }
 
 /// Continue a paused job, with a new budget from swap in use now.
 #[tauri::command]
-pub fn resume_job<R: Runtime>(app: AppHandle<R>, id: String) -> Result<(), String> {
-    act(&app, job_id(&id)?, Control::Resume)
+pub fn resume_job<R: Runtime>(app: AppHandle<R>, id: String) -> CommandResult<()> {
+    Ok(act(&app, job_id(&id)?, Control::Resume)?)
 }
 
 /// Stop a job now (SIGTERM, continued if paused, then SIGKILL after the grace).
 #[tauri::command]
-pub fn stop_job<R: Runtime>(app: AppHandle<R>, id: String) -> Result<(), String> {
-    act(&app, job_id(&id)?, Control::Stop)
+pub fn stop_job<R: Runtime>(app: AppHandle<R>, id: String) -> CommandResult<()> {
+    Ok(act(&app, job_id(&id)?, Control::Stop)?)
 }
 
 /// Carries out one of the engine's actions.

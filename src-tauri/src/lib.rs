@@ -8,6 +8,7 @@ mod boot;
 #[cfg(any(target_os = "macos", test))]
 mod cli_install;
 mod commands;
+mod error;
 mod jobs;
 mod marks;
 mod metrics;
@@ -28,6 +29,7 @@ pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<
     builder
         .manage(state)
         .invoke_handler(tauri::generate_handler![
+            commands::get_config,
             commands::get_status,
             commands::get_chart,
             commands::get_processes,

@@ -82,7 +82,10 @@ fn status_and_chart_for_each_window() {
         json!({"windowSeconds": 5, "dark": false}),
     )
     .unwrap_err();
-    assert!(err.as_str().unwrap().starts_with("window:"), "{err}");
+    assert!(
+        err["text"].as_str().unwrap().starts_with("window:"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -93,15 +96,16 @@ fn processes_are_sorted_and_searchable() {
         .spawn()
         .unwrap();
     let all = call(&app, "get_processes", json!({"query": ""})).unwrap();
-    let rows = all.as_array().unwrap();
+    let rows = all["rows"].as_array().unwrap();
     assert!(rows.len() > 1);
+    assert!(all["total"].as_u64().unwrap() >= rows.len() as u64);
     let fps: Vec<u64> = rows
         .iter()
         .map(|r| r["footprint_bytes"].as_u64().unwrap())
         .collect();
     assert!(fps.windows(2).all(|w| w[0] >= w[1]));
     let found = call(&app, "get_processes", json!({"query": "SLEEP 4242"})).unwrap();
-    let found = found.as_array().unwrap();
+    let found = found["rows"].as_array().unwrap();
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(found.len(), 1, "{found:?}");
@@ -119,16 +123,31 @@ fn guard_validates_then_watch_guard_unguard() {
     let guard_error = |pid: u32, budget: &str, kill_free: &str| -> String {
         let args = json!({"pid": pid, "swapBudget": budget, "killFree": kill_free});
         let e = call(&app, "guard", args).unwrap_err();
-        e.as_str().unwrap().to_string()
+        e["text"].as_str().unwrap().to_string()
     };
     let e = guard_error(pid, "lots", "10");
     assert!(e.starts_with("swap budget:"), "{e}");
+    // Typed: the page places it by field, never by parsing the text.
+    let typed = call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "lots", "killFree": "10"}),
+    )
+    .unwrap_err();
+    assert_eq!(typed["field"], "swap_budget");
+    assert_eq!(
+        typed["message"],
+        "invalid size 'lots': expected e.g. 8G or 512M"
+    );
     let e = guard_error(pid, "8G", "120");
     assert!(e.starts_with("kill free:"), "{e}");
     let e = guard_error(1, "8G", "10");
     assert!(e.contains("cannot guard pid 1"), "{e}");
     let e = call(&app, "watch", json!({"pid": 4_000_000})).unwrap_err();
-    assert!(e.as_str().unwrap().starts_with("pid 4000000"), "{e}");
+    assert!(
+        e["text"].as_str().unwrap().starts_with("pid 4000000"),
+        "{e}"
+    );
 
     let job = call(&app, "watch", json!({"pid": pid})).unwrap();
     assert_eq!(job["mode"], "watch");
@@ -174,11 +193,12 @@ fn settings_round_trip_and_field_errors() {
     bad["notify_step"] = json!("huge");
     let e = call(&app, "set_settings", json!({"settings": bad})).unwrap_err();
     assert!(
-        e.as_str()
+        e["text"]
+            .as_str()
             .unwrap()
             .to_lowercase()
             .starts_with("notification step")
-            || e.as_str().unwrap().contains("notify"),
+            || e["text"].as_str().unwrap().contains("notify"),
         "{e}"
     );
 }
@@ -422,7 +442,10 @@ fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_t
         let id = jobs[0]["id"].clone();
         // A paused job is never let go.
         let refused = call(&app, "unguard", json!({ "id": id })).unwrap_err();
-        assert!(refused.as_str().unwrap().contains("paused"), "{refused}");
+        assert!(
+            refused["text"].as_str().unwrap().contains("paused"),
+            "{refused}"
+        );
         assert_eq!(proc_state(pid), Some('T'));
         let bad = call(
             &app,
@@ -430,7 +453,10 @@ fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_t
             json!({"pid": pid, "swapBudget": "8G", "killFree": "10", "onBudget": "later"}),
         )
         .unwrap_err();
-        assert!(bad.as_str().unwrap().starts_with("on budget:"), "{bad}");
+        assert!(
+            bad["text"].as_str().unwrap().starts_with("on budget:"),
+            "{bad}"
+        );
     }
     // Restarted: still stopped, shown paused; resumed, then stopped from the popover.
     let app = app_in(home.path());
@@ -443,7 +469,10 @@ fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_t
     call(&app, "resume_job", json!({ "id": id })).unwrap();
     assert!(eventually(|| proc_state(pid) != Some('T')), "not resumed");
     let again = call(&app, "resume_job", json!({ "id": id })).unwrap_err();
-    assert!(again.as_str().unwrap().contains("not paused"), "{again}");
+    assert!(
+        again["text"].as_str().unwrap().contains("not paused"),
+        "{again}"
+    );
     call(&app, "pause_job", json!({ "id": id })).unwrap();
     assert!(
         eventually(|| proc_state(pid) == Some('T')),
@@ -567,13 +596,14 @@ fn the_metrics_setting_serves_the_apps_jobs_and_stops() {
         .unwrap();
     call(&app, "watch", json!({ "pid": child.id() })).unwrap();
     crate::ticker::start(app.window.app_handle().clone());
-    let needle = format!(
-        "headroom_job_state{{job=\"{}\",command=\"sleep 30\",state=\"running\"}} 1",
-        child.id()
-    );
+    // (The command label may be the name alone: the child may not have exec'd yet.)
+    let needle = format!("headroom_job_state{{job=\"{}\",command=\"sleep", child.id());
     let seen = (0..100).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        scrape(addr).is_ok_and(|b| b.contains(&needle))
+        scrape(addr).is_ok_and(|b| {
+            b.lines()
+                .any(|l| l.starts_with(&needle) && l.ends_with(",state=\"running\"} 1"))
+        })
     });
     let _ = child.kill();
     let _ = child.wait();
@@ -589,7 +619,8 @@ fn the_metrics_setting_serves_the_apps_jobs_and_stops() {
     busy["metrics_address"] = json!(taken.local_addr().unwrap().to_string());
     let e = call(&app, "set_settings", json!({ "settings": busy })).unwrap_err();
     assert!(
-        e.as_str()
+        e["text"]
+            .as_str()
             .unwrap()
             .starts_with("metrics address: cannot listen on"),
         "{e}"
@@ -608,4 +639,92 @@ fn the_metrics_setting_serves_the_apps_jobs_and_stops() {
         scrape(addr).is_err(),
         "still listening after it was turned off"
     );
+}
+
+#[test]
+fn every_command_error_reaches_the_page_typed() {
+    let app = app();
+    let settings = call(&app, "get_settings", json!({})).unwrap();
+    let mut bad_settings = settings.clone();
+    bad_settings["sample_interval"] = json!("soon");
+    let cases = [
+        ("get_status", json!({"windowSeconds": 7}), None),
+        (
+            "get_chart",
+            json!({"windowSeconds": 7, "dark": false}),
+            None,
+        ),
+        ("watch", json!({"pid": 4_000_000}), None),
+        (
+            "guard",
+            json!({"pid": 4_000_000, "swapBudget": "8G", "killFree": "x"}),
+            Some("kill_free"),
+        ),
+        (
+            "guard",
+            json!({"pid": 4_000_000, "swapBudget": "8G", "killFree": "10", "onBudget": "no"}),
+            Some("on_budget"),
+        ),
+        ("unguard", json!({"id": "job-999"}), None),
+        (
+            "set_settings",
+            json!({"settings": bad_settings}),
+            Some("sample_interval"),
+        ),
+        ("pause_job", json!({"id": "ext-1-2"}), None),
+        ("resume_job", json!({"id": "job-999"}), None),
+        ("stop_job", json!({"id": "job-999"}), None),
+    ];
+    for (command, args, field) in cases {
+        let e = call(&app, command, args).unwrap_err();
+        let object = e
+            .as_object()
+            .unwrap_or_else(|| panic!("{command}: not an object: {e}"));
+        assert_eq!(
+            object.get("field").and_then(|f| f.as_str()),
+            field,
+            "{command}: {e}"
+        );
+        let message = object["message"].as_str().unwrap();
+        let text = object["text"].as_str().unwrap();
+        assert!(
+            !message.is_empty() && text.ends_with(message),
+            "{command}: {e}"
+        );
+    }
+}
+
+#[test]
+fn the_page_config_is_what_the_commands_enforce() {
+    let app = app();
+    let config = call(&app, "get_config", json!({})).unwrap();
+    let windows: Vec<u64> = config["windows_seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_u64().unwrap())
+        .collect();
+    assert!(!windows.is_empty());
+    for w in &windows {
+        call(
+            &app,
+            "get_chart",
+            json!({"windowSeconds": w, "dark": false}),
+        )
+        .unwrap();
+        call(&app, "get_status", json!({"windowSeconds": w})).unwrap();
+    }
+    assert!(call(
+        &app,
+        "get_chart",
+        json!({"windowSeconds": 61, "dark": false})
+    )
+    .is_err());
+    assert!(windows.contains(&config["tick_window_seconds"].as_u64().unwrap()));
+    // The cap: the list sends at most `max_processes` rows and says how many matched.
+    let max = config["max_processes"].as_u64().unwrap();
+    let list = call(&app, "get_processes", json!({"query": ""})).unwrap();
+    let rows = list["rows"].as_array().unwrap().len() as u64;
+    let total = list["total"].as_u64().unwrap();
+    assert_eq!(rows, total.min(max), "{total} matched, {rows} sent");
 }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
+use headroom_core::monitor::TICK_WINDOW_SECONDS;
 use headroom_core::sampler::Sample;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
@@ -70,7 +71,7 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, 
     let (actions, title, growing, status) = {
         let mut monitor = lock(&state.monitor);
         let actions = monitor.on_sample(sample);
-        let status = monitor.status(Duration::from_secs(600));
+        let status = monitor.status(Duration::from_secs(TICK_WINDOW_SECONDS));
         (
             actions,
             monitor.tray_title(),

@@ -20,7 +20,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::budget::{BudgetArgs, PauseArgs, RunArgs};
-use super::job::{display_command, exit_code, print_json, say, Printer, Signals, TraceSink};
+use super::job::{exit_code, print_json, say, Printer, Signals, TraceSink};
 use super::report::Report;
 
 /// Exit code: there was never room to start.
@@ -250,7 +250,7 @@ fn wait_for_room(
                 .into_iter()
                 .filter(|p| !excluded.contains(&p.pid))
                 .filter(|p| own_name.as_deref() != Some(p.name.as_str()))
-                .map(|p| display_command(&p))
+                .map(|p| p.display_command().to_string())
                 .find(|c| busy.iter().any(|re| re.is_match(c)))
         };
         let obs = Observation {

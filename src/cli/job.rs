@@ -245,15 +245,6 @@ pub fn exit_code(end: &EndReason) -> i32 {
     }
 }
 
-/// The command line of a process for people: its arguments, or its name when it has none.
-pub fn display_command(info: &headroom_core::counters::ProcessInfo) -> String {
-    if info.command.is_empty() {
-        info.name.clone()
-    } else {
-        info.command.clone()
-    }
-}
-
 /// The identity of a process to watch, refusing thread ids and pids that are not running.
 pub fn identity_of(
     counters: &headroom_core::counters::Counters,

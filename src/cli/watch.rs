@@ -11,9 +11,7 @@ use headroom_core::engine::{JobMode, JobSpec};
 use headroom_core::guard::Safety;
 
 use super::budget::{BudgetArgs, PauseArgs, RunArgs};
-use super::job::{
-    display_command, exit_code, identity_of, print_json, Printer, Signals, TraceSink,
-};
+use super::job::{exit_code, identity_of, print_json, Printer, Signals, TraceSink};
 
 /// Flags of `headroom watch`.
 #[derive(Debug, Args)]
@@ -60,7 +58,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     }
-    let command = display_command(&info);
+    let command = info.display_command().to_string();
     let trace = args
         .run
         .trace

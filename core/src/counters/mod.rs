@@ -144,6 +144,18 @@ pub struct ProcessInfo {
     pub command: String,
 }
 
+impl ProcessInfo {
+    /// What to show for the process: its command line, or its name when the command line
+    /// is empty (kernel threads, hidden ones).
+    pub fn display_command(&self) -> &str {
+        if self.command.is_empty() {
+            &self.name
+        } else {
+            &self.command
+        }
+    }
+}
+
 /// Memory of one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ProcessMemory {
