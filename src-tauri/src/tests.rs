@@ -728,3 +728,35 @@ fn the_page_config_is_what_the_commands_enforce() {
     let total = list["total"].as_u64().unwrap();
     assert_eq!(rows, total.min(max), "{total} matched, {rows} sent");
 }
+
+#[test]
+fn the_popover_stays_on_the_screen_that_holds_the_pointer() {
+    use crate::window::{placement, Rect};
+    // (work area, scale, pointer) on screens of 1280×900, 1280×800, 1024×600, a HiDPI one,
+    // and a second screen to the right of the first.
+    let cases = [
+        (Rect(0.0, 0.0, 1280.0, 900.0), 1.0, (1260.0, 10.0)),
+        (Rect(0.0, 27.0, 1280.0, 773.0), 1.0, (640.0, 450.0)),
+        (Rect(0.0, 0.0, 1024.0, 600.0), 1.0, (5.0, 590.0)),
+        (Rect(0.0, 32.0, 1024.0, 568.0), 1.0, (512.0, 300.0)),
+        (Rect(0.0, 0.0, 2880.0, 1800.0), 2.0, (2870.0, 1790.0)),
+        (Rect(1920.0, 0.0, 1280.0, 800.0), 1.0, (3190.0, 20.0)),
+    ];
+    for (area, scale, pointer) in cases {
+        let Rect(x, y, w, h) = placement(area, scale, pointer);
+        let Rect(ax, ay, aw, ah) = area;
+        assert!(
+            x >= ax && y >= ay && x + w <= ax + aw && y + h <= ay + ah,
+            "{area:?} at {pointer:?}: {x},{y} {w}x{h} is not inside"
+        );
+        assert!(
+            w > 300.0 * scale && h > 500.0 * scale,
+            "{w}x{h} shrank too much"
+        );
+    }
+    // On a tall screen it keeps its full size, just below the pointer.
+    assert_eq!(
+        placement(Rect(0.0, 0.0, 1920.0, 1080.0), 1.0, (960.0, 20.0)),
+        Rect(770.0, 28.0, 380.0, 560.0)
+    );
+}
