@@ -33,3 +33,6 @@ pub mod trace;
 pub mod units;
 
 pub use error::CounterError;
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -305,3 +305,49 @@ fn tight_thresholds_are_validated_by_field_and_optional_in_a_form() {
         "{e}"
     );
 }
+
+/// Property test: no settings file, however mangled, makes the parser panic; what it accepts
+/// is a valid `Settings` (it validates, and writes back to the same settings).
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::super::file::parse;
+    use super::*;
+
+    fn config() -> ProptestConfig {
+        let cases = std::env::var("HEADROOM_FUZZ_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(200);
+        ProptestConfig {
+            cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    fn settings_text() -> impl Strategy<Value = Vec<u8>> {
+        let key = "(sample_interval|notify_step|default_swap_budget|default_kill_free|\
+                   tight_compressed|tight_free|launch_at_login|serve_metrics|metrics_address|[a-z_]{0,8})";
+        let value = "(\"[0-9.]{0,6}(ms|s|M|G|K|%)?\"|-?[0-9]{0,21}(\\.[0-9]{0,4})?|true|false|\
+                     \\[[0-9, ]{0,6}\\]|\\{ ?a ?= ?1 ?\\}|\"[0-9.:]{0,22}\"|\"\\PC{0,8}\"|inf|nan)";
+        let line = format!("(#\\PC{{0,10}}|\\[[a-z]{{0,5}}\\]|{key} ?= ?{value})");
+        prop_oneof![
+            prop::collection::vec(proptest::string::string_regex(&line).expect("regex"), 0..12)
+                .prop_map(|l| l.join("\n").into_bytes()),
+            prop::collection::vec(any::<u8>(), 0..300),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn fuzz_settings_files_never_panic(text in settings_text()) {
+            if let Ok(settings) = parse(&text) {
+                let form = SettingsUpdate::from(&settings);
+                prop_assert_eq!(form.validate().ok(), Some(settings.clone()));
+            }
+        }
+    }
+}

@@ -215,8 +215,18 @@ pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
         message,
     };
     let file = File::open(path).map_err(|e| err(0, e.to_string()))?;
+    parse_trace(BufReader::new(file), path)
+}
+
+/// Reads a trace from `reader`; errors name `path` and the line.
+pub fn parse_trace(reader: impl BufRead, path: &Path) -> Result<Trace, TraceError> {
+    let err = |line: usize, message: String| TraceError {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
     let mut lines: Vec<(usize, String)> = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
+    for (i, line) in reader.lines().enumerate() {
         lines.push((i + 1, line.map_err(|e| err(i + 1, e.to_string()))?));
     }
     let last_content = lines.iter().rposition(|(_, l)| !l.trim().is_empty());

@@ -103,3 +103,58 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
         Err(e) => Err(e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Property test: no command line, however mangled, makes the parser panic; every
+    //! refusal is a usage error (exit 2), except `--help`/`--version` (exit 0).
+
+    use clap::error::ErrorKind;
+    use proptest::prelude::*;
+
+    use super::Cli;
+    use clap::Parser;
+
+    fn config() -> ProptestConfig {
+        let cases = std::env::var("HEADROOM_FUZZ_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(200);
+        ProptestConfig {
+            cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    fn word() -> impl Strategy<Value = String> {
+        let known = "(status|record|guard|watch|mark|resume|pause|stop|serve|trace|summary|plot|\
+                     replay|--|-v|-vv|--json|--help|--version|--top|--wait-free|--swap-budget|\
+                     --swap-limit|--kill-free|--poll|--grace|--trace|--busy|--quiet-for|\
+                     --start-timeout|--fits-tolerance|--tight-compressed|--tight-free|\
+                     --notify-step|--on-budget|--max-pauses|--resume-free|--resume-calm|--report|\
+                     --no-step-summary|--listen|--interval|--guard|--pid|--duration|-o|--output|\
+                     --title)";
+        let value = "(-?[0-9]{0,22}(\\.[0-9]{0,4})?(ms|s|m|h|K|M|G|T|%)?|pause|stop|127\\.0\\.0\\.1:[0-9]{0,6}|\
+                     \\(|\\[|\\*|\\PC{0,12})";
+        prop_oneof![
+            3 => proptest::string::string_regex(known).expect("regex"),
+            2 => proptest::string::string_regex(value).expect("regex"),
+            1 => any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn fuzz_command_lines_never_panic(args in prop::collection::vec(word(), 0..8)) {
+            let argv = std::iter::once("headroom".to_string()).chain(args.iter().cloned());
+            if let Err(e) = Cli::try_parse_from(argv) {
+                // (Help shown for a missing subcommand is a usage error: exit 2.)
+                let info = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+                prop_assert_eq!(e.exit_code(), if info { 0 } else { 2 }, "{:?}: {}", args, e);
+            }
+        }
+    }
+}

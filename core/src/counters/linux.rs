@@ -106,13 +106,16 @@ impl Counters {
         let total_bytes = mem.total_kib.ok_or_else(|| CounterError::Parse {
             what: meminfo_path.display().to_string(),
             detail: "no MemTotal line".into(),
-        })? * KIB;
+        })?;
+        let total_bytes = kib(total_bytes);
         // Kernels before 3.14 have no MemAvailable: estimate it as free + page cache.
-        let available_kib = mem.available_kib.unwrap_or(mem.free_kib + mem.cached_kib);
+        let available_kib = mem
+            .available_kib
+            .unwrap_or(mem.free_kib.saturating_add(mem.cached_kib));
         let free_percent = if total_bytes == 0 {
             0.0
         } else {
-            (available_kib * KIB) as f64 * 100.0 / total_bytes as f64
+            (kib(available_kib) as f64 * 100.0 / total_bytes as f64).min(100.0)
         };
         let pressure = match with_file(&self.path("pressure/memory"), None, |b| Ok(parse_psi(b))) {
             Ok(levels) => levels,
@@ -130,15 +133,15 @@ impl Counters {
             total_bytes,
             free_percent,
             pressure,
-            swap_used_bytes: mem.swap_total_kib.saturating_sub(mem.swap_free_kib) * KIB,
-            swap_total_bytes: mem.swap_total_kib * KIB,
-            compressed_bytes: mem.zswap_kib.map(|k| k * KIB),
-            wired_bytes: mem.unevictable_kib.map(|k| k * KIB),
-            app_bytes: mem.anon_kib.map(|k| k * KIB),
-            swapped_in_bytes: vm.pswpin_pages * self.page_size_bytes,
-            swapped_out_bytes: vm.pswpout_pages * self.page_size_bytes,
-            paged_in_bytes: vm.pgpgin_kib * KIB,
-            paged_out_bytes: vm.pgpgout_kib * KIB,
+            swap_used_bytes: kib(mem.swap_total_kib.saturating_sub(mem.swap_free_kib)),
+            swap_total_bytes: kib(mem.swap_total_kib),
+            compressed_bytes: mem.zswap_kib.map(kib),
+            wired_bytes: mem.unevictable_kib.map(kib),
+            app_bytes: mem.anon_kib.map(kib),
+            swapped_in_bytes: vm.pswpin_pages.saturating_mul(self.page_size_bytes),
+            swapped_out_bytes: vm.pswpout_pages.saturating_mul(self.page_size_bytes),
+            paged_in_bytes: kib(vm.pgpgin_kib),
+            paged_out_bytes: kib(vm.pgpgout_kib),
         })
     }
 
@@ -328,6 +331,11 @@ struct Meminfo {
     anon_kib: Option<u64>,
 }
 
+/// `k` KiB in bytes, saturating: a mangled file gives a huge value, never a wrapped one.
+fn kib(k: u64) -> u64 {
+    k.saturating_mul(KIB)
+}
+
 fn parse_meminfo(bytes: &[u8]) -> Meminfo {
     let mut m = Meminfo::default();
     for line in bytes.split(|&b| b == b'\n') {
@@ -409,9 +417,9 @@ impl Status {
     fn memory(&self, pid: u32) -> ProcessMemory {
         ProcessMemory {
             pid,
-            footprint_bytes: (self.anon_kib + self.shmem_kib) * KIB,
-            resident_bytes: self.rss_kib * KIB,
-            swap_bytes: self.swap_kib.map(|k| k * KIB),
+            footprint_bytes: kib(self.anon_kib.saturating_add(self.shmem_kib)),
+            resident_bytes: kib(self.rss_kib),
+            swap_bytes: self.swap_kib.map(kib),
             peak_footprint_bytes: None,
         }
     }

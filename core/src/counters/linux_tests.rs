@@ -193,3 +193,83 @@ fn zombies_are_gone() {
     assert!(!c.scan_footprints().unwrap().iter().any(|r| r.pid == pid));
     child.wait().unwrap();
 }
+
+/// Property tests: no `/proc` content, however mangled, makes a reader panic. Cases per
+/// property: `HEADROOM_FUZZ_CASES` (200 by default; `scripts/fuzz-parsers` runs many more).
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn config() -> ProptestConfig {
+        let cases = std::env::var("HEADROOM_FUZZ_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(200);
+        ProptestConfig {
+            cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Text that looks like a `/proc` file: `Key: value unit` and `key value` lines with odd
+    /// numbers, signs, huge values, missing fields, stray bytes.
+    fn proc_text() -> impl Strategy<Value = Vec<u8>> {
+        let key = "(MemTotal|MemAvailable|MemFree|SwapTotal|SwapFree|Zswap|Unevictable|AnonPages|\
+                   pswpin|pswpout|pgpgin|pgpgout|some|full|Name|PPid|Uid|VmRSS|VmSwap|RssAnon|\
+                   RssShmem|State|Tgid|[A-Za-z_]{0,8})";
+        let value = "(-?[0-9]{0,22}(\\.[0-9]{0,4})?|avg10=[0-9.]{0,8}|[\\t ]{0,3}|\\PC{0,6})";
+        let line =
+            format!("{key}(:|=| )?[ \\t]{{0,4}}{value}( ?(kB|KB|mB|B|total=[0-9]{{0,25}}))?");
+        let text = prop::collection::vec(
+            proptest::string::string_regex(&line).expect("a valid regex"),
+            0..24,
+        )
+        .prop_map(|lines| lines.join("\n").into_bytes());
+        prop_oneof![text, prop::collection::vec(any::<u8>(), 0..512)]
+    }
+
+    /// A `/proc/PID/stat` line: `pid (comm) state fields...`, with parentheses and spaces in
+    /// comm, short or long field lists.
+    fn stat_text() -> impl Strategy<Value = Vec<u8>> {
+        let line = "-?[0-9]{0,8} \\(\\PC{0,20}\\)? ?[A-Za-z]? ?(-?[0-9]{0,21} ){0,30}";
+        prop_oneof![
+            proptest::string::string_regex(line)
+                .expect("a valid regex")
+                .prop_map(String::into_bytes),
+            prop::collection::vec(any::<u8>(), 0..256),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn fuzz_proc_parsers_never_panic(text in proc_text(), stat in stat_text()) {
+            let _ = parse_meminfo(&text);
+            let _ = parse_psi(&text);
+            let _ = parse_vmstat(&text);
+            let _ = parse_status(&text);
+            let _ = parse_cmdline(&text);
+            let _ = parse_pid_list(&text);
+            let _ = parse_stat(&stat);
+            let _ = parse_stat(&text);
+        }
+
+        #[test]
+        fn fuzz_system_reading_of_a_mangled_proc_never_panics(
+            meminfo in proc_text(), vmstat in proc_text(), psi in proc_text()
+        ) {
+            let dir = tempfile::tempdir().expect("a temporary folder");
+            std::fs::write(dir.path().join("meminfo"), &meminfo).expect("meminfo");
+            std::fs::write(dir.path().join("vmstat"), &vmstat).expect("vmstat");
+            std::fs::create_dir_all(dir.path().join("pressure")).expect("pressure");
+            std::fs::write(dir.path().join("pressure/memory"), &psi).expect("psi");
+            let counters = Counters::with_proc_root(dir.path());
+            if let Ok(s) = counters.read_system() {
+                prop_assert!(s.free_percent.is_finite(), "{s:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Property tests of the parsers of outside data that live outside the OS readers: sizes,
+//! durations, percentages, trace files (ours and stageload's). Whatever the input, they
+//! return a value or an error, never panic. Cases per property: `HEADROOM_FUZZ_CASES` (200
+//! by default; `scripts/fuzz-parsers` runs a million inputs in all). The `/proc` readers are
+//! fuzzed in `counters/linux_tests.rs`, settings files in `settings_tests.rs`, command-line
+//! flags in the CLI's own tests.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use crate::trace::parse_trace;
+use crate::units::{format_bytes, parse_bytes, parse_duration, parse_percent};
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("HEADROOM_FUZZ_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(200);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+fn regex(pattern: &str) -> impl Strategy<Value = String> {
+    proptest::string::string_regex(pattern).expect("a valid regex")
+}
+
+/// Near-valid units: numbers with signs, exponents, many digits, units in any case, spaces.
+fn unit_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        regex("[ \\t]{0,2}[-+]?[0-9]{0,25}(\\.[0-9]{0,25})?([eE][-+]?[0-9]{0,4})?[ ]?([kKmMgGtTpPeE]i?[bB]?|ms|s|m|h|d|%|µs|ns)?[ \\t]{0,2}"),
+        regex("(inf|NaN|nan|-0|0x1F|1_000|9{30}|\\PC{0,12})"),
+        any::<String>(),
+    ]
+}
+
+/// A trace line: one of stageload's and Headroom's record shapes with odd values, or junk.
+fn trace_line() -> impl Strategy<Value = String> {
+    let number = "(-?[0-9]{0,20}(\\.[0-9]{0,6})?(e[-+]?[0-9]{1,3})?|null|true|\"x\"|1e400|-1|NaN)";
+    prop_oneof![
+        regex(&format!("\\{{\"type\":\"sample\",\"t\":{number},\"footprint\":{number},\"swap_used\":{number},\"level\":{number}\\}}")),
+        regex(&format!("\\{{\"type\":\"event\",\"kind\":\"(stage|start|end|[a-z]{{0,5}})\",\"stage\":\"\\PC{{0,10}}\",\"t\":{number}\\}}")),
+        regex(&format!("\\{{\"type\":\"(start|end|error|[a-z]{{0,6}})\",\"interval\":{number},\"utc\":\"\\PC{{0,12}}\"\\}}")),
+        regex("\\{\"type\":\"sample\"[^}]{0,40}"),
+        regex("\\PC{0,80}"),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn fuzz_units_never_panic(text in unit_text()) {
+        let _ = parse_bytes(&text);
+        let _ = parse_duration(&text);
+        if let Ok(p) = parse_percent(&text) {
+            prop_assert!(p.is_finite(), "{text:?} -> {p}");
+        }
+    }
+
+    #[test]
+    fn fuzz_sizes_round_trip(bytes in any::<u64>()) {
+        // What Headroom writes, it reads back (rounded as written, never an error).
+        prop_assert!(parse_bytes(&format_bytes(bytes)).is_ok(), "{}", format_bytes(bytes));
+    }
+
+    #[test]
+    fn fuzz_traces_never_panic(lines in prop::collection::vec(trace_line(), 0..30)) {
+        let text = lines.join("\n");
+        if let Ok(trace) = parse_trace(text.as_bytes(), Path::new("fuzz.jsonl")) {
+            // What a trace holds, the summaries and charts take without panicking.
+            let _ = crate::summary::summarize(&trace);
+            let stages = crate::summary::stage_windows(&trace);
+            let mut svg = String::new();
+            let opts = crate::chart::TraceChartOptions::default();
+            let _ = crate::chart::trace_chart(&trace, &stages, &opts, crate::chart::ChartOutput::Svg(&mut svg));
+        }
+    }
+}
