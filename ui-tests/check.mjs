@@ -345,6 +345,24 @@ check('windows and the row cap come from Rust (get_config), not the page', async
   assert.ok(asked.length > 0 && asked.every((w) => w === 300), `${asked}`);
 });
 
+check('recent verdicts from the history database', async (page) => {
+  await page.goto(base);
+  await ready(page);
+  await page.waitFor(() => !document.querySelector('#recent').hidden);
+  const r = await page.eval(() => ({
+    title: document.querySelector('#recent-title').textContent,
+    rows: [...document.querySelectorAll('.recent-job')].map((j) => [
+      j.querySelector('.recent-command').textContent,
+      j.querySelector('.recent-verdict').className,
+      j.querySelector('.recent-when').textContent]),
+  }));
+  assert.equal(r.title, 'Recent verdicts (2)');
+  assert.deepEqual(r.rows, [
+    ['python gen.py --steps 50', 'recent-verdict no-fit', 'guard · 1 h ago'],
+    ['make -j8', 'recent-verdict fits', 'watch · 24 h ago'],
+  ]);
+});
+
 check('a running job that ends gets its verdict in place', async (page) => {
   await page.goto(base);
   await ready(page);

@@ -53,6 +53,12 @@
       tick_window_seconds: 600,
       max_processes: Number(params.get('max') || 150),
     },
+    recent: params.get('jobs') === 'none' ? [] : [
+      { command: 'python gen.py --steps 50', mode: 'guard', started_at_ms: Date.now() - 7_200_000, ended_at_ms: Date.now() - 3_600_000,
+        verdict: { fits: false, text: "doesn't fit: swap +9.6 GB (denoise +3.5 GB, decode +6.3 GB), 1h 0m, stopped by the guard" } },
+      { command: 'make -j8', mode: 'watch', started_at_ms: Date.now() - 90_000_000, ended_at_ms: Date.now() - 86_400_000,
+        verdict: { fits: true, text: 'fits: swap +0 B, peak footprint 2.1 GB, 12m 3s, exited with code 0' } },
+    ],
     jobs: params.get('jobs') === 'none' ? [] : [
       { id: 'job-7', pid: 4242, command: 'python generate.py --model stabilityai/stable-diffusion-xl-base-1.0 --offload cpu --steps 50', mode: 'guard', state: 'running', swap_growth_bytes: 7.1 * GB, swap_budget_bytes: 8 * GB, peak_footprint_bytes: 18.5 * GB, verdict: null, read_only: false },
       { id: 'job-6', pid: 5120, command: 'node /Users/ana/dev/site/node_modules/.bin/next dev', mode: 'watch', state: 'running', swap_growth_bytes: 120 * MB, swap_budget_bytes: null, peak_footprint_bytes: 812 * MB, verdict: null, read_only: false },
@@ -143,6 +149,7 @@
       return clone({ rows: all.slice(0, mock.config.max_processes), total: all.length });
     },
     get_jobs: () => clone(mock.jobs),
+    get_recent_jobs: () => clone(mock.recent),
     watch: ({ pid }) => addJob(pid, 'watch', null),
     guard: ({ pid, swapBudget, killFree, onBudget }) => {
       if (onBudget !== 'stop' && onBudget !== 'pause') throw fail('on_budget', 'on budget', `'${onBudget}' is not one of stop, pause`);

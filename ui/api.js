@@ -55,6 +55,11 @@ export function unguard(id) {
   return call('unguard', { id });
 }
 
+/** Jobs that ended, newest first, from the history database: their verdicts. */
+export function getRecentJobs() {
+  return call('get_recent_jobs');
+}
+
 /** All jobs: watched, guarded and external (`headroom guard` in a terminal). */
 export function getJobs() {
   return call('get_jobs');

@@ -15,6 +15,7 @@ import {
 } from './format.js';
 import { toast, clearToast } from './toast.js';
 import { renderJobs, trackedPids } from './jobs.js';
+import { renderRecent } from './recent.js';
 import { initProcesses, renderProcesses, applyGuardDefaults } from './processes.js';
 import { initSettings, loadSettings, currentSettings } from './settings.js';
 
@@ -219,6 +220,9 @@ async function refreshJobs() {
     state.jobs = Array.isArray(jobs) ? jobs : [];
     renderJobs(state.jobs, { onUnguard, onControl });
     succeeded('jobs');
+    const recent = await api.getRecentJobs();
+    if (seq !== state.seq.jobs) return;
+    renderRecent(Array.isArray(recent) ? recent : []);
   } catch (error) {
     if (seq !== state.seq.jobs) return;
     failed('jobs', error);

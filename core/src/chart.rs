@@ -461,34 +461,11 @@ fn draw_history<DB: DrawingBackend>(
     if !opts.transparent {
         root.fill(&pal.get(BACKGROUND))?;
     }
-    let last_ms = points.last().map(|p| p.start_ms);
-    let now_ms = opts.now_ms.or(last_ms).unwrap_or(0);
-    let first_ms = points.first().map_or(now_ms, |p| p.start_ms);
-    let span_s = ((now_ms - first_ms) as f64 / 1000.0).max(60.0);
-    let (unit_s, unit) = match span_s {
-        s if s <= 180.0 => (1.0, "s"),
-        s if s <= 3.0 * 3600.0 => (60.0, "m"),
-        _ => (3600.0, "h"),
-    };
+    let (now_ms, span_s, (unit_s, unit)) = time_axis(points, opts);
     let x0 = -span_s / unit_s;
     let x_of = |ms: i64| (ms - now_ms) as f64 / 1000.0 / unit_s;
-    // Per metric, the runs of present values: a missing value breaks the line.
-    let series: Vec<Vec<Vec<(f64, f64)>>> = Metric::ALL
-        .iter()
-        .map(|&m| {
-            let scale = if m == Metric::FreePercent { 1.0 } else { GB };
-            let x = |p: &Point| x_of(p.start_ms);
-            let xy = |p: &Point| (x(p), f64::from(p.get(m).mean) / scale);
-            let runs = points.split(|p| p.get(m).is_empty() || !p.get(m).mean.is_finite());
-            runs.filter(|r| !r.is_empty())
-                .map(|r| r.iter().map(xy).collect())
-                .collect()
-        })
-        .collect();
-    let gb_max = max(series[1..].iter().flatten().flatten().map(|p| p.1));
-    let y_max = (gb_max * 1.1).max(1.0);
-    let step = 10f64.powf(y_max.log10().floor()) / 2.0;
-    let y_max = (y_max / step).ceil() * step;
+    let series = history_series(points, &x_of);
+    let y_max = round_up(max(series[1..].iter().flatten().flatten().map(|p| p.1)) * 1.1);
 
     let (legend_area, plot_area) = root.split_vertically(18);
     let items: Vec<_> = Metric::ALL
@@ -549,6 +526,46 @@ fn draw_history<DB: DrawingBackend>(
         }
     }
     Ok(root.present()?)
+}
+
+/// The history chart's time axis: "now" (ms since the epoch), the span shown (seconds, at
+/// least a minute), and its unit (seconds, minutes or hours, by the span).
+fn time_axis(points: &[Point], opts: &HistoryChartOptions) -> (i64, f64, (f64, &'static str)) {
+    let last_ms = points.last().map(|p| p.start_ms);
+    let now_ms = opts.now_ms.or(last_ms).unwrap_or(0);
+    let first_ms = points.first().map_or(now_ms, |p| p.start_ms);
+    let span_s = ((now_ms - first_ms) as f64 / 1000.0).max(60.0);
+    let unit = match span_s {
+        s if s <= 180.0 => (1.0, "s"),
+        s if s <= 3.0 * 3600.0 => (60.0, "m"),
+        _ => (3600.0, "h"),
+    };
+    (now_ms, span_s, unit)
+}
+
+/// Per metric (in [`Metric`] order), the runs of present values as (x, value) with bytes in
+/// GB: a missing value breaks the line.
+type Runs = Vec<Vec<(f64, f64)>>;
+
+fn history_series(points: &[Point], x_of: &dyn Fn(i64) -> f64) -> Vec<Runs> {
+    Metric::ALL
+        .iter()
+        .map(|&m| {
+            let scale = if m == Metric::FreePercent { 1.0 } else { GB };
+            let xy = |p: &Point| (x_of(p.start_ms), f64::from(p.get(m).mean) / scale);
+            let runs = points.split(|p| p.get(m).is_empty() || !p.get(m).mean.is_finite());
+            runs.filter(|r| !r.is_empty())
+                .map(|r| r.iter().map(xy).collect())
+                .collect()
+        })
+        .collect()
+}
+
+/// `v` rounded up to a tidy axis maximum (half steps of its power of ten), at least 1.
+fn round_up(v: f64) -> f64 {
+    let v = v.max(1.0);
+    let step = 10f64.powf(v.log10().floor()) / 2.0;
+    (v / step).ceil() * step
 }
 
 /// The largest value, at least 0.

@@ -1,7 +1,7 @@
 //! Enforcement: stopping every member of a job (SIGTERM, SIGCONT so a paused member can act
 //! on it, then SIGKILL), and pausing or resuming one (SIGSTOP, SIGCONT).
 //!
-//! Safety rules (design.md): a process is identified by (pid, start time) and re-checked
+//! Safety rules (ARCHITECTURE.md, README "Safety rules"): a process is identified by (pid, start time) and re-checked
 //! before every signal, so a recycled pid is never signalled; pid 0 and 1, Headroom itself,
 //! its ancestors and other users' processes are never signalled. A job is a set of
 //! processes ([`crate::members`]): its members are signalled one by one, each re-checked.

@@ -1,7 +1,7 @@
 //! Job files: how `headroom guard` in a terminal shows its job to the menu-bar app.
 //!
 //! The guard writes one JSON file per job, `<dir>/<pid>-<start_time>.json` in
-//! [`crate::paths::jobs_dir`], atomically (temporary file, then rename) each time its state
+//! [`crate::paths::Dirs::jobs_dir`], atomically (temporary file, then rename) each time its state
 //! changes and about once a second while it runs. The app only reads them ([`JobFile::list`])
 //! to show the job next to its own; the only files it removes are stale ones: a job that
 //! finished more than [`FINISHED_KEEP`] ago, and a job whose process is gone while its file

@@ -101,36 +101,6 @@ impl Dirs {
     }
 }
 
-/// Folder of the SQLite history (see the module docs).
-pub fn data_dir() -> PathBuf {
-    Dirs::current().data_dir
-}
-
-/// Folder of `settings.toml` (see the module docs).
-pub fn config_dir() -> PathBuf {
-    Dirs::current().config_dir
-}
-
-/// Folder of state files: Linux's state dir, else the data dir (see the module docs).
-pub fn state_dir() -> PathBuf {
-    Dirs::current().state_dir
-}
-
-/// Folder of job files: `state_dir()/jobs`.
-pub fn jobs_dir() -> PathBuf {
-    Dirs::current().jobs_dir()
-}
-
-/// Path of the settings file: `config_dir()/settings.toml`.
-pub fn settings_path() -> PathBuf {
-    Dirs::current().settings_path()
-}
-
-/// Path of the SQLite history: `data_dir()/history.db`.
-pub fn history_db_path() -> PathBuf {
-    Dirs::current().history_db_path()
-}
-
 /// Writes `contents` to `path` atomically: to a temporary file in the same folder, flushed to
 /// disk, then renamed over `path`. Readers see the old file or the new one, never a part.
 /// Creates the parent folder if needed.

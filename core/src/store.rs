@@ -1,7 +1,7 @@
 //! SQLite persistence: minute history for 30 days, finished jobs, and the guards to restore
 //! after a restart.
 //!
-//! One file, `history.db` in [`crate::paths::data_dir`], in WAL mode so the CLI can read while
+//! One file, `history.db` in the data folder ([`crate::paths::Dirs::history_db_path`]), in WAL mode so the CLI can read while
 //! the app writes. The schema is versioned with `PRAGMA user_version` and migrated forward on
 //! open. A database that cannot be used (not a database, failing `PRAGMA quick_check`, a
 //! schema it does not recognise or a newer one) is never fatal: [`Store::open`] moves it aside

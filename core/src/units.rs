@@ -43,8 +43,13 @@ pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
         &stem
     };
     let (_, scale) = UNITS.iter().find(|(u, _)| *u == stem).ok_or_else(bad)?;
+    // Whole numbers exactly (a float has 53 bits: 9010000000000001 would come back changed).
+    if !number.contains('.') {
+        let whole: u64 = number.parse().map_err(|_| bad())?;
+        return whole.checked_mul(*scale).ok_or_else(bad);
+    }
     let bytes = value * *scale as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
         return Err(bad());
     }
     Ok(bytes.round() as u64)
@@ -159,6 +164,16 @@ pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_sizes_are_exact_and_overflow_is_an_error() {
+        // Found by the property tests: a float would change it.
+        assert_eq!(parse_bytes("9010000000000001"), Ok(9_010_000_000_000_001));
+        assert_eq!(parse_bytes("18446744073709551615"), Ok(u64::MAX));
+        assert!(parse_bytes("18446744073709551616").is_err());
+        assert!(parse_bytes("17179869184G").is_err());
+        assert_eq!(parse_bytes("3G"), Ok(3 << 30));
+    }
 
     #[test]
     fn sizes_parse() {

@@ -332,6 +332,43 @@ pub fn unguard(state: State<'_, AppState>, id: String) -> CommandResult<()> {
     Ok(crate::jobs::release(&state, n)?)
 }
 
+/// How many finished jobs "Recent verdicts" shows.
+const RECENT_JOBS: usize = 10;
+
+/// A job that ended, from the history database.
+#[derive(Debug, Clone, Serialize)]
+pub struct UiRecentJob {
+    command: String,
+    mode: &'static str,
+    started_at_ms: i64,
+    ended_at_ms: i64,
+    verdict: UiVerdict,
+}
+
+/// The jobs that ended last, newest first, from the history database ("Recent verdicts");
+/// none when the database could not be opened.
+#[tauri::command]
+pub fn get_recent_jobs(state: State<'_, AppState>) -> CommandResult<Vec<UiRecentJob>> {
+    let store = lock(&state.store);
+    let Some(store) = store.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let records = store.recent_jobs(RECENT_JOBS).map_err(|e| e.to_string())?;
+    Ok(records
+        .into_iter()
+        .map(|r| UiRecentJob {
+            command: r.job.command,
+            mode: r.job.mode.as_str(),
+            started_at_ms: r.job.started_at_ms,
+            ended_at_ms: r.job.ended_at_ms,
+            verdict: UiVerdict {
+                fits: r.job.verdict.fits,
+                text: r.job.verdict.to_string(),
+            },
+        })
+        .collect())
+}
+
 /// Jobs of the app, and read-only ones of `headroom guard` runs in terminals.
 #[tauri::command]
 pub fn get_jobs(state: State<'_, AppState>) -> Vec<UiJob> {

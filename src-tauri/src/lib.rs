@@ -40,6 +40,7 @@ pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<
             jobs::resume_job,
             jobs::stop_job,
             commands::get_jobs,
+            commands::get_recent_jobs,
             commands::get_settings,
             commands::set_settings,
         ])

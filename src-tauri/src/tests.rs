@@ -760,3 +760,48 @@ fn the_popover_stays_on_the_screen_that_holds_the_pointer() {
         Rect(770.0, 28.0, 380.0, 560.0)
     );
 }
+
+#[test]
+fn a_finished_job_is_in_the_recent_verdicts_also_after_a_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    {
+        let app = app_in(home.path());
+        crate::ticker::start(app.window.app_handle().clone());
+        assert!(call(&app, "get_recent_jobs", json!({}))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .is_empty());
+        call(&app, "watch", json!({ "pid": child.id() })).unwrap();
+        let _ = child.wait();
+        let recorded = (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            !call(&app, "get_recent_jobs", json!({}))
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .is_empty()
+        });
+        assert!(recorded, "the finished job was not recorded");
+    }
+    let app = app_in(home.path());
+    let recent = call(&app, "get_recent_jobs", json!({})).unwrap();
+    let job = &recent[0];
+    assert_eq!(job["mode"], "watch");
+    assert!(
+        job["command"].as_str().unwrap().starts_with("sleep"),
+        "{job}"
+    );
+    assert_eq!(job["verdict"]["fits"], true, "{job}");
+    assert!(
+        job["verdict"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("fits: swap"),
+        "{job}"
+    );
+}

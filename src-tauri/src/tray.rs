@@ -34,17 +34,18 @@ fn growing_icon() -> Image<'static> {
     tauri::include_image!("icons/tray-growing.png")
 }
 
-/// Builds the tray icon and its menu.
-pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+/// The menu's items that the handler reads back.
+struct Checks<R: Runtime> {
+    pause: CheckMenuItem<R>,
+    login: CheckMenuItem<R>,
+}
+
+/// The tray menu: Open, Pause notifications, Launch at login, (macOS) Install command-line
+/// tool, Quit.
+fn menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<(Menu<R>, Checks<R>)> {
     let open = MenuItem::with_id(app, "open", "Open Headroom", true, None::<&str>)?;
-    let pause = CheckMenuItem::with_id(
-        app,
-        "pause",
-        "Pause notifications for 1 hour",
-        true,
-        false,
-        None::<&str>,
-    )?;
+    let pause_label = "Pause notifications for 1 hour";
+    let pause = CheckMenuItem::with_id(app, "pause", pause_label, true, false, None::<&str>)?;
     let at_login = app
         .try_state::<AppState>()
         .is_some_and(|s| lock(&s.settings).launch_at_login);
@@ -74,12 +75,44 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     items.push(&install_cli);
     items.extend([&sep2 as &dyn IsMenuItem<R>, &quit]);
     let menu = Menu::with_items(app, &items)?;
+    Ok((menu, Checks { pause, login }))
+}
+
+/// What a menu item does.
+fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str, checks: &Checks<R>) {
+    match id {
+        "open" => window::show(app),
+        "pause" => {
+            let paused = checks.pause.is_checked().unwrap_or(false);
+            if let Some(state) = app.try_state::<AppState>() {
+                state.pause_notifications(paused.then_some(PAUSE_FOR));
+            }
+        }
+        "login" => {
+            let on = checks.login.is_checked().unwrap_or(false);
+            crate::autostart::apply(app, on);
+            if let Some(state) = app.try_state::<AppState>() {
+                let mut settings = lock(&state.settings);
+                settings.launch_at_login = on;
+                if let Err(e) = settings.save(&state.dirs.settings_path()) {
+                    tracing::warn!(error = %e, "saving settings");
+                }
+            }
+        }
+        #[cfg(target_os = "macos")]
+        "install-cli" => crate::cli_install::install(app),
+        "quit" => app.exit(0),
+        _ => {}
+    }
+}
+
+/// Builds the tray icon and its menu.
+pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    let (menu, checks) = menu(app)?;
     let title = app
         .try_state::<AppState>()
         .map(|s| lock(&s.monitor).tray_title())
         .unwrap_or_default();
-    let pause_item = pause.clone();
-    let login_item = login.clone();
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(normal_icon())
         .icon_as_template(cfg!(target_os = "macos"))
@@ -87,30 +120,7 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .tooltip("Headroom")
         .menu(&menu)
         .show_menu_on_left_click(false)
-        .on_menu_event(move |app, event| match event.id().as_ref() {
-            "open" => window::show(app),
-            "pause" => {
-                let paused = pause_item.is_checked().unwrap_or(false);
-                if let Some(state) = app.try_state::<AppState>() {
-                    state.pause_notifications(paused.then_some(PAUSE_FOR));
-                }
-            }
-            "login" => {
-                let on = login_item.is_checked().unwrap_or(false);
-                crate::autostart::apply(app, on);
-                if let Some(state) = app.try_state::<AppState>() {
-                    let mut settings = lock(&state.settings);
-                    settings.launch_at_login = on;
-                    if let Err(e) = settings.save(&state.dirs.settings_path()) {
-                        tracing::warn!(error = %e, "saving settings");
-                    }
-                }
-            }
-            #[cfg(target_os = "macos")]
-            "install-cli" => crate::cli_install::install(app),
-            "quit" => app.exit(0),
-            _ => {}
-        })
+        .on_menu_event(move |app, event| on_menu(app, event.id().as_ref(), &checks))
         .on_tray_icon_event(|tray, event| {
             #[cfg(target_os = "macos")]
             tauri_plugin_positioner::on_tray_event(tray.app_handle(), &event);

@@ -131,41 +131,12 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let report = Report::create(args.report.as_deref(), args.no_step_summary, args.run.poll)?;
 
     if let Err(reason) = wait_for_room(&counters, &cfg, &args.busy, args.run.poll, &interrupts)? {
-        let waited = cfg.start_timeout.as_secs_f64();
-        return match reason {
-            Waited::Interrupted(signal) => Ok(ExitCode::from(exit_u8(128 + signal))),
-            Waited::GaveUp(reason) => {
-                say(&format!("never found room for {command_line}: {reason}"));
-                if args.run.json {
-                    print_json(&NoRoom {
-                        command: &command_line,
-                        waited_seconds: waited,
-                        reason: reason.to_string(),
-                        exit_code: EXIT_NO_ROOM,
-                    })?;
-                }
-                Ok(ExitCode::from(EXIT_NO_ROOM))
-            }
-        };
+        return no_room(args, &cfg, &command_line, reason);
     }
 
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    let mut sinks: Vec<Box<dyn Sink>> = vec![
-        Box::new(Printer::new(&command_line)),
-        Box::new(Publisher::new(
-            Dirs::current().jobs_dir(),
-            &command_line,
-            cfg.swap_budget_bytes,
-            cfg.on_budget,
-        )),
-    ];
-    if let Some(trace) = trace {
-        sinks.push(Box::new(trace));
-    }
-    if let Some(report) = &report {
-        sinks.push(Box::new(report.sink()));
-    }
+    let sinks = sinks(&command_line, &cfg, trace, report.as_ref());
     let spec = JobSpec {
         command: command_line.clone(),
         mode: JobMode::Guard,
@@ -206,6 +177,51 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
     Ok(ExitCode::from(exit_u8(exit_code)))
+}
+
+/// The job's sinks: the lines on stderr, the job file for the app, the trace and the report
+/// when asked for.
+fn sinks(
+    command_line: &str,
+    cfg: &GuardConfig,
+    trace: Option<TraceSink>,
+    report: Option<&Report>,
+) -> Vec<Box<dyn Sink>> {
+    let jobs_dir = Dirs::current().jobs_dir();
+    let publisher = Publisher::new(jobs_dir, command_line, cfg.swap_budget_bytes, cfg.on_budget);
+    let mut sinks: Vec<Box<dyn Sink>> =
+        vec![Box::new(Printer::new(command_line)), Box::new(publisher)];
+    if let Some(trace) = trace {
+        sinks.push(Box::new(trace));
+    }
+    if let Some(report) = report {
+        sinks.push(Box::new(report.sink()));
+    }
+    sinks
+}
+
+/// There was never room, or the guard was interrupted while waiting: the exit code.
+fn no_room(
+    args: &GuardArgs,
+    cfg: &GuardConfig,
+    command_line: &str,
+    reason: Waited,
+) -> anyhow::Result<ExitCode> {
+    match reason {
+        Waited::Interrupted(signal) => Ok(ExitCode::from(exit_u8(128 + signal))),
+        Waited::GaveUp(reason) => {
+            say(&format!("never found room for {command_line}: {reason}"));
+            if args.run.json {
+                print_json(&NoRoom {
+                    command: command_line,
+                    waited_seconds: cfg.start_timeout.as_secs_f64(),
+                    reason: reason.to_string(),
+                    exit_code: EXIT_NO_ROOM,
+                })?;
+            }
+            Ok(ExitCode::from(EXIT_NO_ROOM))
+        }
+    }
 }
 
 fn exit_u8(code: i32) -> u8 {

@@ -1,5 +1,6 @@
 //! macOS counters: sysctl, `host_statistics64(HOST_VM_INFO64)` and libproc (`proc_listallpids`,
-//! `proc_pidinfo`, `proc_pid_rusage`). Background: `shared/reference/macos-counters.md`.
+//! `proc_pidinfo`, `proc_pid_rusage`), as declared in the SDK's `<mach/vm_statistics.h>`,
+//! `<sys/sysctl.h>` and `<sys/proc_info.h>`; the README's "What the numbers are" maps each.
 //!
 //! Every C struct read here has const size/offset asserts, so a libc layout change breaks the
 //! build (`scripts/check-macos` type-checks this file from Linux). Pages are counted in kernel

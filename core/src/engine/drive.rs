@@ -225,6 +225,13 @@ impl Drop for StopOnUnwind<'_> {
 struct Sinks(Vec<Box<dyn Sink>>);
 
 impl Sinks {
+    /// Tells every sink about a problem.
+    fn problem(&mut self, text: &str) {
+        for sink in &mut self.0 {
+            sink.problem(text);
+        }
+    }
+
     fn each(&mut self, mut f: impl FnMut(&mut dyn Sink) -> io::Result<()>) {
         let mut failed = Vec::new();
         self.0.retain_mut(|sink| match f(sink.as_mut()) {
@@ -239,10 +246,219 @@ impl Sinks {
         });
         for text in failed {
             tracing::warn!("{text}");
-            for sink in &mut self.0 {
-                sink.problem(&text);
+            self.problem(&text);
+        }
+    }
+}
+
+/// Starts the command of `launch` (its own process group, the terminal handed over, the
+/// mark socket in its environment), or takes the watched process; returns the job's members.
+fn launch_job(
+    counters: &Counters,
+    launch: Launch,
+    marks: Option<&MarkServer>,
+) -> Result<(Members, Option<Spawned>), DriveError> {
+    let (mut command, terminal) = match launch {
+        Launch::Process(id) => return Ok((Members::of_process(id), None)),
+        Launch::Command { command, terminal } => (command, terminal),
+    };
+    let reaper = jobctl::become_subreaper();
+    command.process_group(0);
+    if let Some(server) = marks {
+        command.env(MARK_ENV, server.path());
+    }
+    if let Some(terminal) = &terminal {
+        terminal.hand_over_at_spawn(&mut command);
+    }
+    let child = command.spawn().map_err(DriveError::Spawn)?;
+    let leader = child.id();
+    drop(child); // reaped by `Spawned::reap`, never by std
+    if let Some(terminal) = &terminal {
+        let _ = terminal.give_to(leader);
+    }
+    let id = ProcessIdentity {
+        pid: leader,
+        start_time: counters.start_time_even_exited(leader).unwrap_or(0),
+    };
+    let spawned = Spawned {
+        leader,
+        terminal,
+        exit: None,
+        paused: false,
+    };
+    let reaper = reaper.then(std::process::id);
+    Ok((Members::of_command(id, reaper), Some(spawned)))
+}
+
+/// Serves the job's socket: marks from its members, pause/resume/stop from its owner, each
+/// handed to the driver as a [`Wake`].
+fn serve_requests(
+    server: &mut MarkServer,
+    set: &MemberSet,
+    counters: &Counters,
+    paused: &Arc<AtomicBool>,
+    wake: mpsc::SyncSender<Wake>,
+) -> io::Result<()> {
+    let (members, counters, paused) = (set.clone(), counters.clone(), paused.clone());
+    let root = set.root();
+    server.serve(move |peer, request| {
+        let next = match request {
+            Request::Mark(stage) => {
+                if !members.discover(&counters).iter().any(|m| m.pid == peer) {
+                    return Err(format!("pid {peer} is not a process of this job"));
+                }
+                Wake::Mark(stage)
+            }
+            Request::Control { pid, .. } if pid != root.pid => return Err(not_here(pid)),
+            Request::Control { control, pid } => {
+                check_control(control, pid, paused.load(Ordering::SeqCst))?;
+                Wake::Control(control)
+            }
+        };
+        wake.try_send(next)
+            .map_err(|_| "the guard is busy; try again".to_string())
+    })
+}
+
+/// One job being driven: the loop's state between wake-ups.
+struct Driver<'a> {
+    counters: &'a Counters,
+    safety: &'a Safety,
+    interrupts: &'a dyn Interrupts,
+    grace: Duration,
+    poll: Duration,
+    sampler: InlineSampler,
+    wakes: mpsc::Receiver<Wake>,
+    sinks: Sinks,
+    engine: Engine,
+    job: u64,
+    set: MemberSet,
+    spawned: Option<Spawned>,
+    /// True while the job is paused (shared with the socket's thread).
+    paused: Arc<AtomicBool>,
+    stop: Option<StopReport>,
+    queue: VecDeque<Action>,
+}
+
+impl Driver<'_> {
+    /// One turn of the loop: an interruption, the job's end, or the next wake-up (a signal,
+    /// a mark, a request, the next tick); then the engine's actions. The verdict once the
+    /// job has ended.
+    fn step(&mut self) -> Option<Verdict> {
+        if let Some(signal) = self.interrupts.received() {
+            self.interrupted(signal);
+        } else if self.leader_gone() && self.set.discover(self.counters).is_empty() {
+            self.queue.extend(self.engine.members_gone(self.job));
+        } else {
+            self.wait();
+        }
+        while let Some(action) = self.queue.pop_front() {
+            if let Some(verdict) = self.carry_out(action) {
+                return Some(verdict);
             }
         }
+        let interval = self.engine.check_interval().unwrap_or(self.poll);
+        self.sampler.set_interval(interval);
+        None
+    }
+
+    /// The guard itself was interrupted: a command we started is stopped with us (continued
+    /// after SIGTERM if paused); a watched process is left alone, continued if we paused it.
+    fn interrupted(&mut self, signal: i32) {
+        let (counters, safety, interrupts) = (self.counters, self.safety, self.interrupts);
+        if let Some(spawned) = self.spawned.as_mut() {
+            let report = stop_members(counters, safety, &self.set, self.grace, &|| {
+                interrupts.second()
+            });
+            spawned.reap_leader();
+            self.stop = Some(report);
+        } else if self.paused.load(Ordering::SeqCst) {
+            resume_members(counters, safety, &self.set);
+            self.paused.store(false, Ordering::SeqCst);
+        }
+        let ended = EndReason::Interrupted { signal };
+        self.queue.extend(self.engine.end(self.job, ended));
+    }
+
+    /// True once the leader (or the watched process) is gone; records its exit status.
+    fn leader_gone(&mut self) -> bool {
+        match self.spawned.as_mut() {
+            Some(spawned) => match spawned.reap() {
+                Some(exit) => {
+                    self.engine.set_exit(self.job, exit);
+                    true
+                }
+                None => false,
+            },
+            None => !self.set.root().is_alive(self.counters),
+        }
+    }
+
+    /// Sleeps until the next tick or wake-up, and feeds the engine what came.
+    fn wait(&mut self) {
+        let job = self.job;
+        let actions = match self.wakes.recv_timeout(self.sampler.until_next()) {
+            Ok(Wake::Signal) => Vec::new(),
+            Ok(Wake::Mark(stage)) => self.engine.mark(job, &stage, self.sampler.clock()),
+            Ok(Wake::Control(Control::Pause)) => self.engine.pause(job),
+            Ok(Wake::Control(Control::Resume)) => self.engine.resume(job),
+            Ok(Wake::Control(Control::Stop)) => self.engine.stop(job),
+            Err(_) => {
+                let sample = self.sampler.tick();
+                // A leader the sample saw gone has exited: its status is there to reap, so
+                // the verdict keeps its exit code.
+                if let Some(exit) = self.spawned.as_mut().and_then(Spawned::reap) {
+                    self.engine.set_exit(job, exit);
+                }
+                self.sinks.each(|s| s.sample(&sample));
+                self.engine.on_sample(&sample)
+            }
+        };
+        self.queue.extend(actions);
+    }
+
+    /// Carries out one action; the verdict when it is the job's last event.
+    fn carry_out(&mut self, action: Action) -> Option<Verdict> {
+        let (counters, safety, interrupts) = (self.counters, self.safety, self.interrupts);
+        match action {
+            Action::Notify { event, .. } => {
+                let t = self.sampler.clock();
+                self.sinks.each(|s| s.event(t, &event));
+                if let JobEvent::Finished { verdict } = event {
+                    return Some(verdict);
+                }
+            }
+            Action::Pause { members, .. } => {
+                pause_members(counters, safety, &members);
+                self.paused.store(true, Ordering::SeqCst);
+                if let Some(spawned) = self.spawned.as_mut() {
+                    spawned.set_paused(true);
+                }
+            }
+            Action::Resume { members, .. } => {
+                if let Some(spawned) = self.spawned.as_mut() {
+                    spawned.set_paused(false);
+                }
+                resume_members(counters, safety, &members);
+                self.paused.store(false, Ordering::SeqCst);
+            }
+            Action::Stop { members, .. } => {
+                let report = stop_members(counters, safety, &members, self.grace, &|| {
+                    interrupts.second()
+                });
+                self.paused.store(false, Ordering::SeqCst);
+                if let Some(spawned) = self.spawned.as_mut() {
+                    spawned.paused = false;
+                    spawned.reap_leader();
+                    if let Some(exit) = spawned.exit.clone() {
+                        self.engine.set_exit(self.job, exit);
+                    }
+                }
+                self.queue.extend(self.engine.stop_done(self.job, &report));
+                self.stop = Some(report);
+            }
+        }
+        None
     }
 }
 
@@ -263,7 +479,7 @@ pub fn run(
     let mut sampler = InlineSampler::new(counters.clone(), spec.poll);
     let (wake, wakes) = mpsc::sync_channel::<Wake>(BACKLOG);
     let _open = wake.clone(); // the channel never disconnects, whatever `interrupts` keeps
-    let marks_to = wake.clone();
+    let requests = wake.clone();
     interrupts.on_signal(Box::new(move || {
         let _ = wake.try_send(Wake::Signal);
     }));
@@ -273,55 +489,13 @@ pub fn run(
         .swap_used_bytes;
     let mut sinks = Sinks(sinks);
     // Stage marks are optional: without a socket the job is guarded all the same.
-    let mut marks = match MarkServer::bind(&Dirs::current().marks_dir()) {
-        Ok(server) => Some(server),
-        Err(e) => {
-            sinks.each(|s| {
-                s.problem(&format!("stage marks are off: {e}"));
-                Ok(())
-            });
-            None
-        }
-    };
-    let (members, mut spawned) = match launch {
-        Launch::Command {
-            mut command,
-            terminal,
-        } => {
-            let reaper = jobctl::become_subreaper();
-            command.process_group(0);
-            if let Some(server) = &marks {
-                command.env(MARK_ENV, server.path());
-            }
-            if let Some(terminal) = &terminal {
-                terminal.hand_over_at_spawn(&mut command);
-            }
-            let child = command.spawn().map_err(DriveError::Spawn)?;
-            let leader = child.id();
-            drop(child); // reaped by `Spawned::reap`, never by std
-            if let Some(terminal) = &terminal {
-                let _ = terminal.give_to(leader);
-            }
-            let id = ProcessIdentity {
-                pid: leader,
-                start_time: counters.start_time_even_exited(leader).unwrap_or(0),
-            };
-            let spawned = Spawned {
-                leader,
-                terminal,
-                exit: None,
-                paused: false,
-            };
-            let reaper = reaper.then(std::process::id);
-            (Members::of_command(id, reaper), Some(spawned))
-        }
-        Launch::Process(id) => (Members::of_process(id), None),
-    };
+    let mut marks = MarkServer::bind(&Dirs::current().marks_dir())
+        .map_err(|e| sinks.problem(&format!("stage marks are off: {e}")))
+        .ok();
+    let (members, spawned) = launch_job(counters, launch, marks.as_ref())?;
     let set = MemberSet::new(members);
-    let root = set.root();
     let mut engine = Engine::default();
-    let command = spec.command.clone();
-    let poll = spec.poll;
+    let (command, poll) = (spec.command.clone(), spec.poll);
     let job = engine.add(set.clone(), spec, swap_start);
     let paused = Arc::new(AtomicBool::new(false));
     let _unwind = StopOnUnwind {
@@ -332,138 +506,43 @@ pub fn run(
         paused: paused.clone(),
     };
     sampler.track(&set);
-    sinks.each(|s| s.started(root, swap_start));
+    sinks.each(|s| s.started(set.root(), swap_start));
     if let Some(server) = marks.as_mut() {
-        let (members, counters) = (set.clone(), counters.clone());
-        let paused = paused.clone();
-        let served = server.serve(move |peer, request| {
-            let wake = match request {
-                Request::Mark(stage) => {
-                    if !members.discover(&counters).iter().any(|m| m.pid == peer) {
-                        return Err(format!("pid {peer} is not a process of this job"));
-                    }
-                    Wake::Mark(stage)
-                }
-                Request::Control { pid, .. } if pid != root.pid => return Err(not_here(pid)),
-                Request::Control { control, pid } => {
-                    check_control(control, pid, paused.load(Ordering::SeqCst))?;
-                    Wake::Control(control)
-                }
-            };
-            marks_to
-                .try_send(wake)
-                .map_err(|_| "the guard is busy; try again".to_string())
-        });
-        if let Err(e) = served {
-            sinks.each(|s| {
-                s.problem(&format!("stage marks are off: {e}"));
-                Ok(())
-            });
+        if let Err(e) = serve_requests(server, &set, counters, &paused, requests) {
+            sinks.problem(&format!("stage marks are off: {e}"));
         }
     }
-
-    let mut stop = None;
-    let mut queue: VecDeque<Action> = VecDeque::new();
-    let verdict = 'run: loop {
-        if let Some(signal) = interrupts.received() {
-            // A command we started is stopped with us (continued after SIGTERM if paused); a
-            // watched process is left alone, continued first if we paused it.
-            if let Some(spawned) = spawned.as_mut() {
-                let report = stop_members(counters, safety, &set, grace, &|| interrupts.second());
-                spawned.reap_leader();
-                stop = Some(report);
-            } else if paused.load(Ordering::SeqCst) {
-                resume_members(counters, safety, &set);
-                paused.store(false, Ordering::SeqCst);
-            }
-            queue.extend(engine.end(job, EndReason::Interrupted { signal }));
-        } else {
-            let leader_gone = match spawned.as_mut() {
-                Some(spawned) => match spawned.reap() {
-                    Some(exit) => {
-                        engine.set_exit(job, exit);
-                        true
-                    }
-                    None => false,
-                },
-                None => !root.is_alive(counters),
-            };
-            if leader_gone && set.discover(counters).is_empty() {
-                queue.extend(engine.members_gone(job));
-            } else {
-                match wakes.recv_timeout(sampler.until_next()) {
-                    Ok(Wake::Signal) => {}
-                    Ok(Wake::Mark(stage)) => {
-                        queue.extend(engine.mark(job, &stage, sampler.clock()))
-                    }
-                    Ok(Wake::Control(control)) => queue.extend(match control {
-                        Control::Pause => engine.pause(job),
-                        Control::Resume => engine.resume(job),
-                        Control::Stop => engine.stop(job),
-                    }),
-                    Err(_) => {
-                        let sample = sampler.tick();
-                        // A leader the sample saw gone has exited: its status is there to reap, so
-                        // the verdict keeps its exit code.
-                        if let Some(exit) = spawned.as_mut().and_then(Spawned::reap) {
-                            engine.set_exit(job, exit);
-                        }
-                        sinks.each(|s| s.sample(&sample));
-                        queue.extend(engine.on_sample(&sample));
-                    }
-                }
-            }
-        }
-        while let Some(action) = queue.pop_front() {
-            match action {
-                Action::Notify { event, .. } => {
-                    let t = sampler.clock();
-                    sinks.each(|s| s.event(t, &event));
-                    if let JobEvent::Finished { verdict } = event {
-                        break 'run verdict;
-                    }
-                }
-                Action::Pause { members, .. } => {
-                    pause_members(counters, safety, &members);
-                    paused.store(true, Ordering::SeqCst);
-                    if let Some(spawned) = spawned.as_mut() {
-                        spawned.set_paused(true);
-                    }
-                }
-                Action::Resume { members, .. } => {
-                    if let Some(spawned) = spawned.as_mut() {
-                        spawned.set_paused(false);
-                    }
-                    resume_members(counters, safety, &members);
-                    paused.store(false, Ordering::SeqCst);
-                }
-                Action::Stop { members, .. } => {
-                    let report =
-                        stop_members(counters, safety, &members, grace, &|| interrupts.second());
-                    paused.store(false, Ordering::SeqCst);
-                    if let Some(spawned) = spawned.as_mut() {
-                        spawned.paused = false;
-                        spawned.reap_leader();
-                        if let Some(exit) = spawned.exit.clone() {
-                            engine.set_exit(job, exit);
-                        }
-                    }
-                    queue.extend(engine.stop_done(job, &report));
-                    stop = Some(report);
-                }
-            }
-        }
-        sampler.set_interval(engine.check_interval().unwrap_or(poll));
+    let mut driver = Driver {
+        counters,
+        safety,
+        interrupts,
+        grace,
+        poll,
+        sampler,
+        wakes,
+        sinks,
+        engine,
+        job,
+        set,
+        spawned,
+        paused,
+        stop: None,
+        queue: VecDeque::new(),
     };
-    if let Some(spawned) = spawned.as_mut() {
+    let verdict = loop {
+        if let Some(verdict) = driver.step() {
+            break verdict;
+        }
+    };
+    if let Some(spawned) = driver.spawned.as_mut() {
         spawned.finish();
     }
     drop(marks);
     Ok(Outcome {
         command,
-        pid: root.pid,
+        pid: driver.set.root().pid,
         verdict,
-        stop,
+        stop: driver.stop,
     })
 }
 
