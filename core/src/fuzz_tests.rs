@@ -12,13 +12,11 @@ use proptest::prelude::*;
 use crate::trace::parse_trace;
 use crate::units::{format_bytes, parse_bytes, parse_duration, parse_percent};
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("HEADROOM_FUZZ_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(200);
+/// The property tests' configuration: [`crate::testdata::fuzz_cases`] cases, nothing
+/// written to disk.
+pub(crate) fn config() -> ProptestConfig {
     ProptestConfig {
-        cases,
+        cases: crate::testdata::fuzz_cases(),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

@@ -7,9 +7,11 @@
 //! watched job) as NaN, so a full 30 days costs about 3.5 MB (see `tests/history_memory.rs`).
 
 use std::collections::VecDeque;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
+
+use crate::units::unix_ms;
 
 /// The series kept in history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,14 +244,6 @@ impl Default for History {
     }
 }
 
-/// Milliseconds since the Unix epoch of `t` (negative before 1970).
-pub fn unix_ms(t: SystemTime) -> i64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
-        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
-    }
-}
-
 impl History {
     /// 0.5 s × 1200 (10 min), 5 s × 17280 (24 h), 60 s × 43200 (30 days).
     pub fn default_tiers() -> Vec<Tier> {
@@ -359,6 +353,8 @@ mod restore_tests;
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
 
     fn t(ms: u64) -> SystemTime {

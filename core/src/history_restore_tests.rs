@@ -1,5 +1,7 @@
 //! Tests for taking points out of a history tier and restoring them after a restart.
 
+use std::time::UNIX_EPOCH;
+
 use super::*;
 
 const MINUTE_MS: i64 = 60_000;

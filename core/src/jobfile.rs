@@ -21,11 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
 use crate::engine::drive::Sink;
-use crate::history::unix_ms;
+use crate::engine::JobStatus;
 use crate::paths::write_atomic;
-use crate::policy::{JobEvent, OnBudget, Verdict};
+use crate::policy::{EndReason, JobEvent, OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
+use crate::units::unix_ms;
 
 /// How long a finished job's file is kept for the app to show its verdict.
 pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
@@ -33,20 +34,6 @@ pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
 pub const FINISHED_KEEP_COUNT: usize = 20;
 /// How often a running job's file is rewritten.
 const PUBLISH_EVERY: Duration = Duration::from_secs(2);
-
-/// Where a guarded job is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JobFileState {
-    /// The command runs under the guard.
-    Running,
-    /// The guard paused it (`--on-budget pause`) until `headroom resume`.
-    Paused,
-    /// The guard is stopping it (TERM sent, KILL may follow).
-    Stopping,
-    /// It ended; the verdict is in the file.
-    Finished,
-}
 
 /// One guarded job, as published by `headroom guard`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,7 +57,7 @@ pub struct JobFile {
     /// Peak footprint of the job's process tree, bytes, once measured.
     pub peak_footprint_bytes: Option<u64>,
     /// Where the job is.
-    pub state: JobFileState,
+    pub state: JobStatus,
     /// The verdict, once finished.
     pub verdict: Option<Verdict>,
     /// What passing the budget does.
@@ -149,11 +136,11 @@ impl JobFile {
     /// True when the file should be removed at `now_ms`.
     fn is_stale(&self, now_ms: i64, is_alive: &impl Fn(&ProcessIdentity) -> bool) -> bool {
         match self.state {
-            JobFileState::Finished => {
+            JobStatus::Finished | JobStatus::Stopped => {
                 let keep_ms = i64::try_from(FINISHED_KEEP.as_millis()).unwrap_or(i64::MAX);
                 now_ms.saturating_sub(self.updated_at_ms) > keep_ms
             }
-            JobFileState::Running | JobFileState::Paused | JobFileState::Stopping => {
+            JobStatus::Running | JobStatus::Paused | JobStatus::Stopping => {
                 !is_alive(&self.identity())
             }
         }
@@ -200,13 +187,10 @@ fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool)
     }
     jobs.sort_by_key(|(_, j)| (j.started_at_ms, j.pid));
     // Only the newest finished jobs are kept.
-    let finished = jobs
-        .iter()
-        .filter(|(_, j)| j.state == JobFileState::Finished)
-        .count();
+    let finished = jobs.iter().filter(|(_, j)| j.state.ended()).count();
     let mut excess = finished.saturating_sub(FINISHED_KEEP_COUNT);
     jobs.retain(|(path, job)| {
-        if excess == 0 || job.state != JobFileState::Finished {
+        if excess == 0 || !job.state.ended() {
             return true;
         }
         excess -= 1;
@@ -285,7 +269,7 @@ impl Sink for Publisher {
             swap_start_bytes,
             swap_growth_bytes: 0,
             peak_footprint_bytes: None,
-            state: JobFileState::Running,
+            state: JobStatus::Running,
             verdict: None,
             on_budget: self.on_budget,
             pauses: 0,
@@ -322,14 +306,19 @@ impl Sink for Publisher {
     fn event(&mut self, _t: Duration, event: &JobEvent) -> io::Result<()> {
         if let Some(file) = self.file.as_mut() {
             match event {
-                JobEvent::Stopped { .. } => file.state = JobFileState::Stopping,
+                JobEvent::Stopped { .. } => file.state = JobStatus::Stopping,
                 JobEvent::Paused { pause, .. } => {
-                    file.state = JobFileState::Paused;
+                    file.state = JobStatus::Paused;
                     file.pauses = *pause;
                 }
-                JobEvent::Resumed { .. } => file.state = JobFileState::Running,
+                JobEvent::Resumed { .. } => file.state = JobStatus::Running,
                 JobEvent::Finished { verdict } => {
-                    file.state = JobFileState::Finished;
+                    let stopped = matches!(verdict.ended, EndReason::Stopped { .. });
+                    file.state = if stopped {
+                        JobStatus::Stopped
+                    } else {
+                        JobStatus::Finished
+                    };
                     file.swap_growth_bytes = verdict.swap_growth_bytes;
                     file.verdict = Some(verdict.clone());
                 }

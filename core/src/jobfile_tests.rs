@@ -1,12 +1,13 @@
 //! Tests for job files in a temporary folder.
 
 use super::*;
+use crate::engine::JobStatus;
 use crate::policy::EndReason;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 const HOUR_MS: i64 = 3_600_000;
 
-fn job(pid: u32, state: JobFileState, updated_at_ms: i64) -> JobFile {
+fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
     JobFile {
         pid,
         start_time: 4242,
@@ -18,7 +19,7 @@ fn job(pid: u32, state: JobFileState, updated_at_ms: i64) -> JobFile {
         swap_growth_bytes: 300 << 20,
         peak_footprint_bytes: Some(18 << 30),
         state,
-        verdict: (state == JobFileState::Finished).then(|| Verdict {
+        verdict: (state == JobStatus::Finished).then(|| Verdict {
             processes: 1,
             fits_tolerance_bytes: 64 << 20,
             stages: Vec::new(),
@@ -51,7 +52,7 @@ fn names(dir: &Path) -> Vec<String> {
 fn write_creates_dir_and_round_trips() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state/jobs");
-    let j = job(77, JobFileState::Running, NOW_MS);
+    let j = job(77, JobStatus::Running, NOW_MS);
     let path = j.write_atomic(&dir).unwrap();
     assert_eq!(path, dir.join("77-4242.json"));
     assert_eq!(path, j.path_in(&dir));
@@ -81,7 +82,7 @@ fn missing_dir_has_no_jobs() {
 fn corrupt_and_foreign_files_are_skipped_not_removed() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let good = job(1, JobFileState::Running, NOW_MS);
+    let good = job(1, JobStatus::Running, NOW_MS);
     good.write_atomic(dir).unwrap();
     fs::write(dir.join("2-1.json"), "{ not json").unwrap();
     fs::write(dir.join("3-1.json"), "{\"pid\": 3}").unwrap();
@@ -100,12 +101,12 @@ fn corrupt_and_foreign_files_are_skipped_not_removed() {
 fn stale_files_are_removed() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let recent_finish = job(10, JobFileState::Finished, NOW_MS - HOUR_MS / 2);
-    let old_finish = job(11, JobFileState::Finished, NOW_MS - 2 * HOUR_MS);
-    let crashed = job(12, JobFileState::Running, NOW_MS - 5_000);
-    let crashed_stopping = job(13, JobFileState::Stopping, NOW_MS - 5_000);
-    let long_running = job(14, JobFileState::Running, NOW_MS - 3 * HOUR_MS);
-    let waiting = job(15, JobFileState::Running, NOW_MS);
+    let recent_finish = job(10, JobStatus::Finished, NOW_MS - HOUR_MS / 2);
+    let old_finish = job(11, JobStatus::Finished, NOW_MS - 2 * HOUR_MS);
+    let crashed = job(12, JobStatus::Running, NOW_MS - 5_000);
+    let crashed_stopping = job(13, JobStatus::Stopping, NOW_MS - 5_000);
+    let long_running = job(14, JobStatus::Running, NOW_MS - 3 * HOUR_MS);
+    let waiting = job(15, JobStatus::Running, NOW_MS);
     for j in [
         &recent_finish,
         &old_finish,
@@ -138,7 +139,7 @@ fn list_with_real_counters() {
         return;
     };
     let now_ms = unix_ms(SystemTime::now());
-    let mut mine = job(me.pid, JobFileState::Running, now_ms);
+    let mut mine = job(me.pid, JobStatus::Running, now_ms);
     mine.start_time = me.start_time;
     let mut recycled = mine.clone();
     recycled.start_time = me.start_time.wrapping_add(1);

@@ -8,9 +8,10 @@ use serde::Serialize;
 use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
 use crate::counters::{PressureLevel, SystemCounters};
 use crate::engine::{Action, Engine};
-use crate::history::{unix_ms, History, Metric, METRICS};
+use crate::history::{History, Metric, METRICS};
 use crate::sampler::Sample;
 use crate::units::format_bytes_short;
+use crate::units::unix_ms;
 
 /// Swap counts as growing when it rose more than this over the last minute.
 pub const GROWING_THRESHOLD_BYTES: u64 = 1 << 20;

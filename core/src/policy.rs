@@ -556,9 +556,10 @@ impl std::fmt::Display for Verdict {
     }
 }
 
-/// Running state of a guarded or watched job: the stop rules and the verdict's figures.
+/// The ledger of a guarded or watched job: what it has seen (peaks, lows, the swap rate,
+/// strikes), the stop rules applied to each observation, and the verdict's figures.
 #[derive(Debug, Clone, PartialEq)]
-pub struct JobState {
+pub struct Ledger {
     swap_start_bytes: u64,
     /// Swap in use the budget is measured from: the start, or the last resume.
     budget_base_bytes: u64,
@@ -577,10 +578,10 @@ pub struct JobState {
     projected_crossings: u32,
 }
 
-impl JobState {
+impl Ledger {
     /// A job starting with `swap_start_bytes` of swap in use.
     pub fn new(swap_start_bytes: u64) -> Self {
-        JobState {
+        Ledger {
             swap_start_bytes,
             budget_base_bytes: swap_start_bytes,
             swap_peak_bytes: swap_start_bytes,

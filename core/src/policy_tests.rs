@@ -110,7 +110,7 @@ fn stop_rules_table() {
         (0, &[(0, 10.0), (0, 10.0), (0, 10.0)], None),
     ];
     for (i, (start, seq, want)) in cases.iter().enumerate() {
-        let mut job = JobState::new(*start);
+        let mut job = Ledger::new(*start);
         let mut got = None;
         for (k, (swap, free)) in seq.iter().enumerate() {
             if let Some(r) = job.observe(Some(&cfg), &obs(k as u64 * 500, *swap, *free)) {
@@ -135,7 +135,7 @@ fn fast_growth_stops_before_passing_the_budget() {
         swap_budget_bytes: GIB,
         ..GuardConfig::default()
     };
-    let mut job = JobState::new(0);
+    let mut job = Ledger::new(0);
     assert_eq!(job.observe(Some(&cfg), &obs(0, 0, 50.0)), None);
     assert_eq!(job.observe(Some(&cfg), &obs(500, 300 * MIB, 50.0)), None);
     // 700 MiB growth at 800 MiB/s: 0.5 s more would pass 1 GiB; once is not enough.
@@ -147,13 +147,13 @@ fn fast_growth_stops_before_passing_the_budget() {
         "{r:?}"
     );
     // Watch mode (no config) never stops.
-    let mut watch = JobState::new(0);
+    let mut watch = Ledger::new(0);
     assert_eq!(watch.observe(None, &obs(0, 100 * GIB, 1.0)), None);
 }
 
 #[test]
 fn verdicts() {
-    let mut job = JobState::new(GIB);
+    let mut job = Ledger::new(GIB);
     for (t, swap, free, fp) in [
         (0, GIB, 60.0, 1),
         (500, GIB + 64 * MIB, 40.0, 5),
@@ -286,7 +286,7 @@ fn a_one_sample_burst_that_fits_is_not_stopped() {
         lookahead: Duration::from_millis(100),
         ..GuardConfig::default()
     };
-    let mut job = JobState::new(0);
+    let mut job = Ledger::new(0);
     let mut t = 0;
     for swap in [0, 0, 0, 150 * MIB, 150 * MIB, 150 * MIB, 150 * MIB] {
         assert_eq!(job.observe(Some(&cfg), &obs(t, swap, 50.0)), None, "t={t}");
@@ -372,7 +372,7 @@ fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
         ),
     ];
     for (compressed, free, want) in cases {
-        let mut job = JobState::new(GIB);
+        let mut job = Ledger::new(GIB);
         for (k, (c, f)) in compressed.iter().zip(free.iter()).enumerate() {
             job.observe(
                 None,
@@ -386,7 +386,7 @@ fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
         assert_eq!(words.as_deref(), *want, "{compressed:?} {free:?}");
     }
     // In a verdict: "tight" instead of "fits", with the reasons; still a success.
-    let mut job = JobState::new(0);
+    let mut job = Ledger::new(0);
     job.observe(
         None,
         &Observation {

@@ -314,17 +314,7 @@ mod fuzz {
     use super::super::file::parse;
     use super::*;
 
-    fn config() -> ProptestConfig {
-        let cases = std::env::var("HEADROOM_FUZZ_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(200);
-        ProptestConfig {
-            cases,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
+    use crate::fuzz_tests::config;
 
     fn settings_text() -> impl Strategy<Value = Vec<u8>> {
         let key = "(sample_interval|notify_step|default_swap_budget|default_kill_free|\

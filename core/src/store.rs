@@ -20,8 +20,9 @@ use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, ErrorCode};
 use serde::Serialize;
 
-use crate::history::{unix_ms, Agg, Metric, Point, METRICS};
+use crate::history::{Agg, Metric, Point, METRICS};
 use crate::paths::{move_aside, unix_seconds_now};
+use crate::units::unix_ms;
 
 #[path = "store_jobs.rs"]
 mod jobs;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::policy::{EndReason, GuardConfig, JobState, Observation, StopReason, Verdict};
+use crate::policy::{EndReason, GuardConfig, Ledger, Observation, StopReason, Verdict};
 use crate::stages::{Reading, StageFigures, StageTracker};
 use crate::trace::{SampleRecord, Trace};
 
@@ -203,7 +203,7 @@ pub fn replay(trace: &Trace, cfg: &GuardConfig) -> Option<Replay> {
     let first = samples.first()?;
     let windows = stage_windows(trace);
     let has_stages = windows.len() > 1;
-    let mut job = JobState::new(first.swap_used);
+    let mut job = Ledger::new(first.swap_used);
     for s in &samples {
         let obs = Observation {
             t: Duration::from_secs_f64(s.t.max(0.0)),

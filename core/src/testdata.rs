@@ -25,3 +25,12 @@ pub fn day_of_history() -> (History, SystemTime) {
     }
     (history, start + Duration::from_secs(u64::from(steps) * 5))
 }
+
+/// Cases per property test of the parsers: `HEADROOM_FUZZ_CASES`, 200 by default
+/// (`scripts/fuzz-parsers` sets many more).
+pub fn fuzz_cases() -> u32 {
+    std::env::var("HEADROOM_FUZZ_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(200)
+}

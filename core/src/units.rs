@@ -161,6 +161,14 @@ pub fn parse_percent(text: &str) -> Result<f64, UnitError> {
     }
 }
 
+/// Milliseconds since the Unix epoch of `t` (negative before 1970).
+pub fn unix_ms(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use headroom_core::counters::{PressureLevel, SystemCounters};
 use headroom_core::engine::JobView;
-use headroom_core::jobfile::{JobFile, JobFileState};
+use headroom_core::jobfile::JobFile;
 use headroom_core::policy::{EndReason, StopReason, Verdict};
 
 use crate::exposition::{render, Family, Format, Kind, Sample};
@@ -69,21 +69,11 @@ impl JobMetric {
 
     /// A job of `headroom guard` in a terminal, from its job file.
     pub fn from_file(f: &JobFile) -> JobMetric {
-        let stopped = f
-            .verdict
-            .as_ref()
-            .is_some_and(|v| matches!(v.ended, EndReason::Stopped { .. }));
         JobMetric {
             key: format!("cli-{}-{}", f.pid, f.start_time),
             job: f.pid.to_string(),
             command: f.command.clone(),
-            state: match f.state {
-                JobFileState::Running => "running",
-                JobFileState::Paused => "paused",
-                JobFileState::Stopping => "stopping",
-                JobFileState::Finished if stopped => "stopped",
-                JobFileState::Finished => "finished",
-            },
+            state: f.state.as_str(),
             swap_growth_bytes: f.swap_growth_bytes,
             peak_footprint_bytes: f.peak_footprint_bytes,
             lowest_free_percent: f.verdict.as_ref().and_then(|v| v.lowest_free_percent),

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use headroom_core::engine::{JobMode, JobSpec, JobView};
-use headroom_core::jobfile::{JobFile, JobFileState};
+use headroom_core::jobfile::JobFile;
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::{StatusView, CHART_WINDOWS_SECONDS, TICK_WINDOW_SECONDS};
-use headroom_core::policy::{EndReason, GuardConfig, OnBudget};
+use headroom_core::policy::{GuardConfig, OnBudget};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::settings::{Settings, SettingsField, SettingsUpdate};
 use headroom_core::units;
@@ -183,15 +183,7 @@ impl UiJob {
             pid: f.pid,
             command: f.command,
             mode: "external",
-            state: match f.state {
-                JobFileState::Running => "running",
-                JobFileState::Paused => "paused",
-                JobFileState::Stopping => "stopping",
-                JobFileState::Finished => match &f.verdict {
-                    Some(v) if matches!(v.ended, EndReason::Stopped { .. }) => "stopped",
-                    _ => "finished",
-                },
-            },
+            state: f.state.as_str(),
             swap_growth_bytes: f.swap_growth_bytes,
             swap_budget_bytes: Some(f.swap_budget_bytes),
             peak_footprint_bytes: f.peak_footprint_bytes,

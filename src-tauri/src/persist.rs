@@ -5,12 +5,12 @@
 use std::time::{Duration, SystemTime};
 
 use headroom_core::engine::JobSpec;
-use headroom_core::history::unix_ms;
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::settings::Settings;
 use headroom_core::store::Store;
+use headroom_core::units::unix_ms;
 
 use crate::state::{lock, AppState};
 

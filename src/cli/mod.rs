@@ -116,12 +116,8 @@ mod tests {
     use clap::Parser;
 
     fn config() -> ProptestConfig {
-        let cases = std::env::var("HEADROOM_FUZZ_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(200);
         ProptestConfig {
-            cases,
+            cases: headroom_core::testdata::fuzz_cases(),
             failure_persistence: None,
             ..ProptestConfig::default()
         }

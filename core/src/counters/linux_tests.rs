@@ -201,17 +201,7 @@ mod fuzz {
 
     use super::*;
 
-    fn config() -> ProptestConfig {
-        let cases = std::env::var("HEADROOM_FUZZ_CASES")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(200);
-        ProptestConfig {
-            cases,
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
+    use crate::fuzz_tests::config;
 
     /// Text that looks like a `/proc` file: `Key: value unit` and `key value` lines with odd
     /// numbers, signs, huge values, missing fields, stray bytes.

@@ -21,15 +21,15 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::guard::StopReport;
-use crate::history::unix_ms;
 use crate::members::MemberSet;
 use crate::policy::{
-    check_interval, EndReason, EventGate, GuardConfig, JobEvent, JobState, Observation, OnBudget,
+    check_interval, EndReason, EventGate, GuardConfig, JobEvent, Ledger, Observation, OnBudget,
     StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
 use crate::stages::{Reading, StageFigures, StageTracker};
+use crate::units::unix_ms;
 
 /// Default time between checks (and trace samples): `--poll`.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(500);
@@ -44,8 +44,8 @@ pub enum JobMode {
     Guard,
 }
 
-/// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Where a job is in its life (also in the job files of `headroom guard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {
     /// Being watched.
@@ -118,7 +118,7 @@ struct Job {
     id: u64,
     members: MemberSet,
     spec: JobSpec,
-    policy: JobState,
+    policy: Ledger,
     events: EventGate,
     status: JobStatus,
     stop_reason: Option<StopReason>,
@@ -233,7 +233,7 @@ impl Engine {
             members,
             check: spec.poll,
             spec,
-            policy: JobState::new(swap_now_bytes),
+            policy: Ledger::new(swap_now_bytes),
             events: EventGate::default(),
             status: JobStatus::Running,
             stop_reason: None,
@@ -526,6 +526,11 @@ impl Engine {
 }
 
 impl JobStatus {
+    /// True once the job has ended (stopped by its guard, or on its own).
+    pub fn ended(self) -> bool {
+        matches!(self, JobStatus::Stopped | JobStatus::Finished)
+    }
+
     /// `running`, `paused`, `stopping`, `stopped` or `finished`, as the page and the metrics
     /// spell it.
     pub fn as_str(self) -> &'static str {
