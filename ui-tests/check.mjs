@@ -299,6 +299,8 @@ check('pause at the budget: chosen in the form; pause, resume and stop in the ro
   await page.waitFor(() => !document.querySelector('#guard-form'));
   const call = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'guard').pop().args);
   assert.equal(call.onBudget, 'pause');
+  await page.waitFor(() => [...document.querySelectorAll('.job')].some((j) =>
+    j.querySelector('.job-pid').textContent === 'pid 9031'));
   const shown = () => page.eval(() => {
     const row = [...document.querySelectorAll('.job')].find((j) => j.querySelector('.job-pid').textContent === 'pid 9031');
     const visible = (a) => !row.querySelector(`button[data-action="${a}"]`).hidden;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::history::Agg;
+use crate::history::{Agg, Point};
 use crate::summary::stage_windows;
 use crate::testdata::day_of_history;
 use crate::trace::read_trace;

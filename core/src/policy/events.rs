@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{GuardConfig, Observation, StopReason, Verdict, WARN_FRACTION, WARN_REARM_FRACTION};
+use super::reasons::StopReason;
+use super::verdict::Verdict;
+use super::{GuardConfig, Observation, WARN_FRACTION, WARN_REARM_FRACTION};
 
 /// Something worth telling the user about a job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,210 @@
+//! A running job's ledger: peaks, lows, the swap rate and strikes, the stop rules applied
+//! to each observation, and the figures of its verdict.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::reasons::{EndReason, StopReason};
+use super::verdict::{Tightness, Verdict};
+use super::{GuardConfig, Observation, LOW_FREE_STRIKES, PROJECTED_CROSSINGS, RATE_HISTORY};
+
+/// The ledger of a guarded or watched job: what it has seen (peaks, lows, the swap rate,
+/// strikes), the stop rules applied to each observation, and the verdict's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ledger {
+    swap_start_bytes: u64,
+    /// Swap in use the budget is measured from: the start, or the last resume.
+    budget_base_bytes: u64,
+    swap_peak_bytes: u64,
+    peak_footprint_bytes: Option<u64>,
+    lowest_free_percent: Option<f64>,
+    low_free_strikes: u32,
+    last_t: Duration,
+    /// Compressed memory at the first reading that had it, and its highest since.
+    compressed_start_peak: Option<(u64, u64)>,
+    /// Recent (time, swap in use) observations, for the growth rate over a window.
+    recent: VecDeque<(Duration, u64)>,
+    /// The growth rate at the last observation, bytes per second.
+    rate_bytes_per_second: f64,
+    /// Observations in a row whose projection passed the budget.
+    projected_crossings: u32,
+}
+
+impl Ledger {
+    /// A job starting with `swap_start_bytes` of swap in use.
+    pub fn new(swap_start_bytes: u64) -> Self {
+        Ledger {
+            swap_start_bytes,
+            budget_base_bytes: swap_start_bytes,
+            swap_peak_bytes: swap_start_bytes,
+            peak_footprint_bytes: None,
+            lowest_free_percent: None,
+            low_free_strikes: 0,
+            last_t: Duration::ZERO,
+            compressed_start_peak: None,
+            recent: VecDeque::new(),
+            rate_bytes_per_second: 0.0,
+            projected_crossings: 0,
+        }
+    }
+
+    /// Swap in use when the job started.
+    pub fn swap_start_bytes(&self) -> u64 {
+        self.swap_start_bytes
+    }
+
+    /// Swap growth now: current swap minus the start (0 if it shrank).
+    pub fn growth_bytes(&self, obs: &Observation) -> u64 {
+        obs.swap_used_bytes.saturating_sub(self.swap_start_bytes)
+    }
+
+    /// Swap growth counted against the budget: current swap minus the start, or minus the
+    /// swap at the last resume (0 if it shrank).
+    pub fn budget_growth_bytes(&self, obs: &Observation) -> u64 {
+        obs.swap_used_bytes.saturating_sub(self.budget_base_bytes)
+    }
+
+    /// A resume grants a new budget, measured from `swap_used_bytes` (swap in use now); the
+    /// verdict still counts growth from the job's start. The strikes restart; the rate
+    /// history is kept, so a job that resumes at full speed is projected from its first check.
+    pub fn rebase(&mut self, swap_used_bytes: u64) {
+        self.budget_base_bytes = swap_used_bytes;
+        self.projected_crossings = 0;
+        self.low_free_strikes = 0;
+    }
+
+    /// Peak growth so far.
+    pub fn peak_growth_bytes(&self) -> u64 {
+        self.swap_peak_bytes.saturating_sub(self.swap_start_bytes)
+    }
+
+    /// Records an observation; with a config (a guard), says whether to stop the job now.
+    pub fn observe(&mut self, cfg: Option<&GuardConfig>, obs: &Observation) -> Option<StopReason> {
+        self.swap_peak_bytes = self.swap_peak_bytes.max(obs.swap_used_bytes);
+        if let Some(f) = obs.footprint_bytes {
+            self.peak_footprint_bytes = Some(self.peak_footprint_bytes.map_or(f, |p| p.max(f)));
+        }
+        self.lowest_free_percent = Some(
+            self.lowest_free_percent
+                .map_or(obs.free_percent, |l| l.min(obs.free_percent)),
+        );
+        self.last_t = self.last_t.max(obs.t);
+        if let Some(c) = obs.compressed_bytes {
+            let (_, peak) = self.compressed_start_peak.get_or_insert((c, c));
+            *peak = (*peak).max(c);
+        }
+        let window = cfg.map_or(Duration::ZERO, |c| c.lookahead);
+        let rate = self.swap_rate(obs, window);
+        self.rate_bytes_per_second = rate;
+        let cfg = cfg?;
+        let growth = self.budget_growth_bytes(obs);
+        if growth > cfg.swap_budget_bytes {
+            return Some(StopReason::SwapBudget {
+                growth_bytes: growth,
+                budget_bytes: cfg.swap_budget_bytes,
+            });
+        }
+        // One burst, or a late check right after an early one, must not stop a job that
+        // fits: the rate spans at least the look-ahead, and the crossing must hold twice.
+        let projected = growth as f64 + rate * cfg.lookahead.as_secs_f64();
+        if projected > cfg.swap_budget_bytes as f64 {
+            self.projected_crossings += 1;
+            if self.projected_crossings >= PROJECTED_CROSSINGS {
+                return Some(StopReason::SwapBudgetProjected {
+                    growth_bytes: growth,
+                    rate_bytes_per_second: rate as u64,
+                    budget_bytes: cfg.swap_budget_bytes,
+                });
+            }
+        } else {
+            self.projected_crossings = 0;
+        }
+        if let Some(limit) = cfg.swap_limit_bytes {
+            if obs.swap_used_bytes > limit {
+                return Some(StopReason::SwapLimit {
+                    used_bytes: obs.swap_used_bytes,
+                    limit_bytes: limit,
+                });
+            }
+        }
+        if obs.free_percent < cfg.kill_free_percent {
+            self.low_free_strikes += 1;
+            if self.low_free_strikes >= LOW_FREE_STRIKES {
+                return Some(StopReason::LowFree {
+                    free_percent: obs.free_percent,
+                    floor_percent: cfg.kill_free_percent,
+                });
+            }
+        } else {
+            self.low_free_strikes = 0;
+        }
+        None
+    }
+
+    /// Records `obs` and returns the swap growth rate over the last `window` or more: from
+    /// the newest observation at least `window` old (0 while the job is younger than that,
+    /// and when swap shrank), bytes per second.
+    fn swap_rate(&mut self, obs: &Observation, window: Duration) -> f64 {
+        self.recent.push_back((obs.t, obs.swap_used_bytes));
+        let keep = RATE_HISTORY.max(window);
+        while self
+            .recent
+            .front()
+            .is_some_and(|&(t, _)| obs.t.saturating_sub(t) > keep)
+        {
+            self.recent.pop_front();
+        }
+        let from = self
+            .recent
+            .iter()
+            .rev()
+            .find(|&&(t, _)| t < obs.t && obs.t - t >= window);
+        match from {
+            Some(&(t, swap)) => {
+                obs.swap_used_bytes.saturating_sub(swap) as f64 / (obs.t - t).as_secs_f64()
+            }
+            None => 0.0,
+        }
+    }
+
+    /// Why a run that fits was on the edge, if it was: compressed memory grew past
+    /// `cfg.tight_compressed_bytes`, or free memory fell under `cfg.tight_free_percent`.
+    pub fn tightness(&self, cfg: &GuardConfig) -> Option<Tightness> {
+        let compressed = self
+            .compressed_start_peak
+            .map(|(start, peak)| peak.saturating_sub(start))
+            .filter(|&g| g > cfg.tight_compressed_bytes);
+        let low = self
+            .lowest_free_percent
+            .filter(|&l| l < cfg.tight_free_percent);
+        (compressed.is_some() || low.is_some()).then_some(Tightness {
+            compressed_growth_bytes: compressed,
+            lowest_free_percent: low,
+        })
+    }
+
+    /// The growth rate at the last observation, bytes per second.
+    pub fn rate_bytes_per_second(&self) -> f64 {
+        self.rate_bytes_per_second
+    }
+
+    /// The verdict, once the job has ended.
+    pub fn verdict(&self, fits_tolerance_bytes: u64, ended: EndReason) -> Verdict {
+        let growth = self.peak_growth_bytes();
+        Verdict {
+            fits: growth <= fits_tolerance_bytes && !matches!(ended, EndReason::Stopped { .. }),
+            swap_growth_bytes: growth,
+            swap_start_bytes: self.swap_start_bytes,
+            peak_footprint_bytes: self.peak_footprint_bytes,
+            lowest_free_percent: self.lowest_free_percent,
+            duration: self.last_t,
+            ended,
+            processes: 0,
+            fits_tolerance_bytes,
+            stages: Vec::new(),
+            tight: None,
+            pauses: 0,
+            paused: Duration::ZERO,
+        }
+    }
+}

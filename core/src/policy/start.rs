@@ -1,0 +1,132 @@
+//! The start gate of `headroom guard`: whether a job may start now (room enough, nothing
+//! busy for long enough), or why it waits, or that it gives up.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{GuardConfig, Observation};
+use crate::units::{format_bytes, format_duration};
+
+/// Why a job is not started yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WaitReason {
+    /// Free memory below `--wait-free`.
+    LowFree {
+        /// Free now, percent.
+        free_percent: f64,
+        /// Needed, percent.
+        need_percent: f64,
+    },
+    /// Swap in use plus the budget would pass `--swap-limit`.
+    SwapLimit {
+        /// Swap in use, bytes.
+        used_bytes: u64,
+        /// The budget, bytes.
+        budget_bytes: u64,
+        /// The limit, bytes.
+        limit_bytes: u64,
+    },
+    /// A `--busy` process is running, or ran less than `--quiet-for` ago.
+    Busy {
+        /// The busy command line last seen.
+        command: String,
+        /// How long it still has to stay quiet.
+        quiet_left: Duration,
+    },
+}
+
+impl std::fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitReason::LowFree {
+                free_percent,
+                need_percent,
+            } => write!(
+                f,
+                "free memory {free_percent:.0}% < {need_percent:.0}% needed"
+            ),
+            WaitReason::SwapLimit {
+                used_bytes,
+                budget_bytes,
+                limit_bytes,
+            } => write!(
+                f,
+                "swap {} + budget {} > limit {}",
+                format_bytes(*used_bytes),
+                format_bytes(*budget_bytes),
+                format_bytes(*limit_bytes)
+            ),
+            WaitReason::Busy {
+                command,
+                quiet_left,
+            } => write!(
+                f,
+                "busy: {command} (quiet for {} more)",
+                format_duration(*quiet_left)
+            ),
+        }
+    }
+}
+
+/// What the start gate says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StartDecision {
+    /// There is room: start now.
+    Go,
+    /// Not yet.
+    Wait(WaitReason),
+    /// `--start-timeout` passed without room.
+    GiveUp(WaitReason),
+}
+
+/// The start gate: free memory and busy processes, over time.
+#[derive(Debug, Clone, Default)]
+pub struct StartGate {
+    last_busy: Option<(Duration, String)>,
+}
+
+impl StartGate {
+    /// Decides from one observation and the busy command line seen now (if any). Without any
+    /// busy process seen since waiting began the job may start at once; once one was seen,
+    /// none may be seen for `quiet_for`.
+    pub fn decide(
+        &mut self,
+        cfg: &GuardConfig,
+        obs: &Observation,
+        busy_now: Option<&str>,
+    ) -> StartDecision {
+        if let Some(command) = busy_now {
+            self.last_busy = Some((obs.t, command.to_string()));
+        }
+        let over_limit = cfg
+            .swap_limit_bytes
+            .filter(|&limit| obs.swap_used_bytes.saturating_add(cfg.swap_budget_bytes) > limit);
+        let reason = if obs.free_percent < cfg.wait_free_percent {
+            Some(WaitReason::LowFree {
+                free_percent: obs.free_percent,
+                need_percent: cfg.wait_free_percent,
+            })
+        } else if let Some(limit_bytes) = over_limit {
+            Some(WaitReason::SwapLimit {
+                used_bytes: obs.swap_used_bytes,
+                budget_bytes: cfg.swap_budget_bytes,
+                limit_bytes,
+            })
+        } else {
+            self.last_busy.as_ref().and_then(|(at, command)| {
+                let quiet = obs.t.saturating_sub(*at);
+                (busy_now.is_some() || quiet < cfg.quiet_for).then(|| WaitReason::Busy {
+                    command: command.clone(),
+                    quiet_left: cfg.quiet_for.saturating_sub(quiet),
+                })
+            })
+        };
+        match reason {
+            None => StartDecision::Go,
+            Some(r) if obs.t >= cfg.start_timeout => StartDecision::GiveUp(r),
+            Some(r) => StartDecision::Wait(r),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The verdict on a finished job (fits, tight or doesn't fit) and its words.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::reasons::EndReason;
+use super::GuardConfig;
+use crate::stages::{grew_swap, StageFigures};
+use crate::units::{format_bytes, format_delta_bytes, format_duration};
+
+/// The verdict on a finished job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// True when swap did not grow beyond the tolerance.
+    pub fits: bool,
+    /// Peak swap in use minus swap in use at the start.
+    pub swap_growth_bytes: u64,
+    /// Swap in use at the start.
+    pub swap_start_bytes: u64,
+    /// Peak footprint of the job's tree, if it was measured.
+    pub peak_footprint_bytes: Option<u64>,
+    /// Lowest system free memory seen, percent.
+    pub lowest_free_percent: Option<f64>,
+    /// How long the job ran.
+    pub duration: Duration,
+    /// How it ended.
+    pub ended: EndReason,
+    /// How many processes the job had in all (its members ever seen; 0 when unknown).
+    #[serde(default)]
+    pub processes: u32,
+    /// Swap growth up to this still "fits" (the words name the stages that grew more).
+    #[serde(default = "default_fits_tolerance_bytes")]
+    pub fits_tolerance_bytes: u64,
+    /// The job's stages, as its processes marked them (empty without marks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageFigures>,
+    /// Set when it fit by the swap rule but was on the edge: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tight: Option<Tightness>,
+    /// How many times it was paused (`--on-budget pause`, or on request).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pauses: u32,
+    /// How long it was paused in all.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub paused: Duration,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// "once", "twice", "3 times".
+pub fn times(n: u32) -> String {
+    match n {
+        1 => "once".to_string(),
+        2 => "twice".to_string(),
+        n => format!("{n} times"),
+    }
+}
+
+/// Why a run that fits was "tight": what passed its threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tightness {
+    /// Growth of compressed memory, when it passed `tight_compressed_bytes`.
+    pub compressed_growth_bytes: Option<u64>,
+    /// Lowest free memory, when it fell under `tight_free_percent`.
+    pub lowest_free_percent: Option<f64>,
+}
+
+impl std::fmt::Display for Tightness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(c) = self.compressed_growth_bytes {
+            parts.push(format!("compressed {}", format_delta_bytes(c as i64)));
+        }
+        if let Some(l) = self.lowest_free_percent {
+            parts.push(format!("lowest free {l:.0}%"));
+        }
+        write!(f, "{}", parts.join(", "))
+    }
+}
+
+fn default_fits_tolerance_bytes() -> u64 {
+    GuardConfig::default().fits_tolerance_bytes
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.tight, self.fits) {
+            (Some(tight), true) => write!(f, "tight: {tight}; swap")?,
+            (None, true) => write!(f, "fits: swap")?,
+            (_, false) => write!(f, "doesn't fit: swap")?,
+        }
+        write!(f, " {}", format_delta_bytes(self.swap_growth_bytes as i64))?;
+        let grew = grew_swap(&self.stages, self.fits_tolerance_bytes);
+        if !grew.is_empty() {
+            let parts: Vec<String> = grew
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {}",
+                        s.stage,
+                        format_delta_bytes(s.swap_growth_bytes as i64)
+                    )
+                })
+                .collect();
+            write!(f, " ({})", parts.join(", "))?;
+        }
+        if let Some(p) = self.peak_footprint_bytes {
+            write!(f, ", peak footprint {}", format_bytes(p))?;
+        }
+        if let Some(l) = self.lowest_free_percent {
+            write!(f, ", lowest free {l:.0}%")?;
+        }
+        if self.processes > 1 {
+            write!(f, ", {} processes", self.processes)?;
+        }
+        if self.pauses > 0 {
+            let (n, all) = (times(self.pauses), format_duration(self.paused));
+            write!(f, ", paused {n}")?;
+            write!(
+                f,
+                "{}",
+                if self.pauses > 1 {
+                    format!(", {all} in all")
+                } else {
+                    format!(" for {all}")
+                }
+            )?;
+        }
+        write!(f, ", {}, {}", format_duration(self.duration), self.ended)
+    }
+}
