@@ -13,6 +13,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::units::unix_ms;
 
+/// How long the minute history is kept: in memory (the last tier of
+/// [`History::default_tiers`]) and in the store.
+pub const HISTORY_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// The index of the minute tier in [`History::default_tiers`]: the one the store saves.
+pub const MINUTE_TIER: usize = 2;
+const MINUTE: Duration = Duration::from_secs(60);
+
 /// The series kept in history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -247,10 +254,11 @@ impl Default for History {
 impl History {
     /// 0.5 s × 1200 (10 min), 5 s × 17280 (24 h), 60 s × 43200 (30 days).
     pub fn default_tiers() -> Vec<Tier> {
+        let minutes = HISTORY_RETENTION.as_secs() / MINUTE.as_secs();
         vec![
             Tier::new(Duration::from_millis(500), 1200),
             Tier::new(Duration::from_secs(5), 17_280),
-            Tier::new(Duration::from_secs(60), 43_200),
+            Tier::new(MINUTE, usize::try_from(minutes).unwrap_or(usize::MAX)),
         ]
     }
 
@@ -356,6 +364,18 @@ mod tests {
     use std::time::UNIX_EPOCH;
 
     use super::*;
+
+    #[test]
+    fn the_minute_tier_holds_the_retention_the_store_keeps() {
+        let tiers = History::default_tiers();
+        let minute = &tiers[MINUTE_TIER];
+        assert_eq!(minute.bucket_ms, 60_000);
+        let held_ms = minute.bucket_ms * i64::try_from(minute.capacity).unwrap();
+        assert_eq!(
+            u128::try_from(held_ms).unwrap(),
+            HISTORY_RETENTION.as_millis()
+        );
+    }
 
     fn t(ms: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)

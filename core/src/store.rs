@@ -20,7 +20,7 @@ use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, ErrorCode};
 use serde::Serialize;
 
-use crate::history::{Agg, Metric, Point, METRICS};
+use crate::history::{Agg, Metric, Point, HISTORY_RETENTION, METRICS};
 use crate::paths::{move_aside, unix_seconds_now};
 use crate::units::unix_ms;
 
@@ -28,8 +28,6 @@ use crate::units::unix_ms;
 mod jobs;
 pub use jobs::JobRecord;
 
-/// How long minute history is kept.
-pub const HISTORY_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The schema version this code writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 

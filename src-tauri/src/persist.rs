@@ -5,6 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use headroom_core::engine::JobSpec;
+use headroom_core::history::{HISTORY_RETENTION, MINUTE_TIER};
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
@@ -14,8 +15,6 @@ use headroom_core::units::unix_ms;
 
 use crate::state::{lock, AppState};
 
-/// Index of the 1-minute tier in `History::default_tiers`.
-pub const MINUTE_TIER: usize = 2;
 /// How often the minute buckets are written.
 pub const SAVE_EVERY: Duration = Duration::from_secs(60);
 
@@ -44,7 +43,8 @@ pub fn restore(
     settings: &Settings,
     counters: &headroom_core::counters::Counters,
 ) {
-    let since = unix_ms(SystemTime::now()) - 30 * 86_400_000;
+    let retention_ms = i64::try_from(HISTORY_RETENTION.as_millis()).unwrap_or(i64::MAX);
+    let since = unix_ms(SystemTime::now()).saturating_sub(retention_ms);
     match store.load_points(since) {
         Ok(points) => {
             let n = monitor.history.restore(MINUTE_TIER, &points);

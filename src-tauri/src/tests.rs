@@ -228,7 +228,7 @@ fn guards_and_history_survive_a_restart() {
     assert_eq!(jobs[0].swap_budget_bytes, Some(3 << 30));
     let restored = lock(&state.monitor)
         .history
-        .points(crate::persist::MINUTE_TIER);
+        .points(headroom_core::history::MINUTE_TIER);
     assert!(!restored.is_empty(), "history survived the restart");
     let _ = child.kill();
     let _ = child.wait();
