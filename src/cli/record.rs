@@ -98,7 +98,9 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         {
             break "duration";
         }
-        if !tracked.is_empty() && sample.tracked.iter().all(|t| t.memory.is_none()) {
+        // (A sample taken before the sampler tracked the processes has none: not an exit.)
+        let seen = !sample.tracked.is_empty();
+        if !tracked.is_empty() && seen && sample.tracked.iter().all(|t| t.memory.is_none()) {
             break "exited";
         }
     };

@@ -4,6 +4,7 @@ check does not hand over to the session's app), its window rectangle read throug
 all of it inside the screen, the Jobs section reachable."""
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -32,8 +33,10 @@ def test_the_popover_fits_on_small_screens(width, height, port):
     td = shutil.which("tauri-driver") or os.path.expanduser("~/.cargo/bin/tauri-driver")
     env = dict(os.environ, DISPLAY=f":{display}", HEADROOM_HOME=home, HEADROOM_SHOW_WINDOW="1", NO_AT_BRIDGE="1")
     log = open(os.path.join(ARTIFACTS, f"tauri-driver-{width}x{height}.log"), "w")
+    # Its own process group, so the whole of it (dbus-run-session, tauri-driver, WebKitWebDriver,
+    # the app) is ended at the end.
     driver_proc = subprocess.Popen(["dbus-run-session", "--", td, "--port", str(port), "--native-port", str(port + 1)],
-                                   stdout=log, stderr=subprocess.STDOUT, env=env)
+                                   stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     d = None
     try:
         deadline = time.time() + 10
@@ -62,7 +65,10 @@ def test_the_popover_fits_on_small_screens(width, height, port):
     finally:
         if d is not None:
             d.quit()
-        driver_proc.terminate()
+        try:
+            os.killpg(driver_proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
         driver_proc.wait(10)
         log.close()
         xvfb.terminate()
