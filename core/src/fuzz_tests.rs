@@ -2,7 +2,7 @@
 //! durations, percentages, trace files (ours and stageload's). Whatever the input, they
 //! return a value or an error, never panic. Cases per property: `HEADROOM_FUZZ_CASES` (200
 //! by default; `scripts/fuzz-parsers` runs a million inputs in all). The `/proc` readers are
-//! fuzzed in `counters/linux_tests.rs`, settings files in `settings_tests.rs`, command-line
+//! fuzzed in `counters/linux/tests.rs`, settings files in `settings/tests.rs`, command-line
 //! flags in the CLI's own tests.
 
 use std::path::Path;

@@ -2,17 +2,20 @@
 //!
 //! Headroom judges whether a job fits in memory by **swap growth and system free memory**, not
 //! by the process footprint, which drops when pages are compressed or swapped out. This crate
-//! holds the OS boundary ([`counters`]), process identity and trees ([`process`]), the one
-//! sampling loop ([`sampler`]), in-memory history ([`history`]), pure guard decisions ([`policy`]), stopping
-//! processes safely ([`guard`]), JSONL traces ([`trace`], [`summary`]), units ([`units`]), and where files live ([`paths`]), settings ([`settings`]),
-//! SQLite persistence ([`store`]) and the job files of terminal guards ([`jobfile`]). It has no Tauri and no clap in it.
+//! holds the OS boundary ([`counters`] reads memory numbers, [`unix`] sends signals), process
+//! identity and trees ([`process`], [`members`]), the one sampling loop ([`sampler`]), in-memory
+//! history ([`history`]), pure decisions ([`policy`], [`stages`]), the job engine ([`engine`]),
+//! stopping and pausing processes safely ([`enforce`]), JSONL traces ([`trace`], [`summary`]),
+//! charts ([`chart`]), units ([`units`]), where files live ([`paths`]), settings
+//! ([`settings`]), SQLite persistence ([`store`]) and the job files of terminal guards
+//! ([`jobfile`]). `ARCHITECTURE.md` is the map. It has no Tauri and no clap in it.
 
 pub mod chart;
 pub mod counters;
+#[cfg(unix)]
+pub mod enforce;
 pub mod engine;
 pub mod error;
-#[cfg(unix)]
-pub mod guard;
 pub mod history;
 pub mod jobfile;
 #[cfg(unix)]
@@ -31,6 +34,8 @@ pub mod summary;
 pub mod testdata;
 pub mod trace;
 pub mod units;
+#[cfg(unix)]
+pub mod unix;
 
 pub use error::CounterError;
 

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! A mark is accepted only from a live member of the job: the server asks the kernel who
-//! connected (`counters::peer`) and looks that pid up among the job's members, so a process
+//! connected (`unix::peer`) and looks that pid up among the job's members, so a process
 //! outside the job cannot mark it, whatever it sends. `headroom mark NAME` is the client for
 //! shell scripts; a program can write the line itself (the README has a three-line Python
 //! example).
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::peer::peer_pid;
+use crate::unix::peer::peer_pid;
 
 /// The environment variable that holds the mark socket's path, for the job's processes.
 pub const MARK_ENV: &str = "HEADROOM_MARK";

@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::counters::Counters;
+use crate::counters::{CounterSource, Counters};
 use crate::process::{ProcessIdentity, TreeMemory};
 
 /// The processes of one job.

@@ -142,7 +142,7 @@ impl Monitor {
     /// Every job's stage starts, labelled with the swap each added past the job's
     /// tolerance: (label, ms since the epoch) for the chart.
     fn stage_marks(&self) -> Vec<(String, i64)> {
-        let tolerance = crate::policy::GuardConfig::default().fits_tolerance_bytes;
+        let tolerance = crate::policy::Limits::default().fits_tolerance_bytes;
         let mut marks = Vec::new();
         for job in self.jobs.views() {
             let tolerance = job
@@ -232,7 +232,7 @@ mod tests {
         let spec = JobSpec {
             command: "python stages.py".into(),
             mode: JobMode::Watch,
-            cfg: crate::policy::GuardConfig::default(),
+            cfg: crate::policy::Limits::default(),
             poll: Duration::from_millis(500),
         };
         let job = m

@@ -3,11 +3,11 @@
 //! The folders come from [`directories::ProjectDirs`] (qualifier `app`, organisation
 //! `Headroom`, application `Headroom`):
 //!
-//! | function | macOS | Linux |
+//! | folder | macOS | Linux |
 //! |---|---|---|
-//! | [`data_dir`] (SQLite history) | `~/Library/Application Support/app.Headroom.Headroom` | `$XDG_DATA_HOME/headroom` |
-//! | [`config_dir`] (`settings.toml`) | `~/Library/Application Support/app.Headroom.Headroom` | `$XDG_CONFIG_HOME/headroom` |
-//! | [`state_dir`] (job files) | the data dir | `$XDG_STATE_HOME/headroom` |
+//! | [`Dirs::data_dir`] (SQLite history) | `~/Library/Application Support/app.Headroom.Headroom` | `$XDG_DATA_HOME/headroom` |
+//! | [`Dirs::config_dir`] (`settings.toml`) | `~/Library/Application Support/app.Headroom.Headroom` | `$XDG_CONFIG_HOME/headroom` |
+//! | [`Dirs::state_dir`] (job files) | the data dir | `$XDG_STATE_HOME/headroom` |
 //!
 //! When the environment variable [`HOME_ENV`] (`HEADROOM_HOME`) is set and not empty,
 //! everything lives under it instead: `$HEADROOM_HOME/data`, `$HEADROOM_HOME/config` and
@@ -27,9 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The environment variable that moves all of Headroom's files under one folder.
 pub const HOME_ENV: &str = "HEADROOM_HOME";
 
-/// File name of the settings in [`config_dir`].
+/// File name of the settings in [`Dirs::config_dir`].
 pub const SETTINGS_FILE: &str = "settings.toml";
-/// File name of the SQLite history in [`data_dir`].
+/// File name of the SQLite history in [`Dirs::data_dir`].
 pub const HISTORY_DB_FILE: &str = "history.db";
 
 /// Headroom's folders, resolved once.

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{Counters, FootprintRow, ProcessMemory, Result};
+use crate::counters::{CounterSource, Counters, FootprintRow, ProcessMemory, Result};
 
 /// A process, identified so that a recycled pid never matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::policy::{EndReason, GuardConfig, Ledger, Observation, StopReason, Verdict};
+use crate::policy::{EndReason, Ledger, Limits, Observation, StopReason, Verdict};
 use crate::stages::{Reading, StageFigures, StageTracker};
 use crate::trace::{SampleRecord, Trace};
 
@@ -198,7 +198,7 @@ pub struct Replay {
 }
 
 /// Runs the guard's stop rules over a trace's samples, in time order.
-pub fn replay(trace: &Trace, cfg: &GuardConfig) -> Option<Replay> {
+pub fn replay(trace: &Trace, cfg: &Limits) -> Option<Replay> {
     let samples = sorted_samples(trace);
     let first = samples.first()?;
     let windows = stage_windows(trace);

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use headroom_core::policy::{GuardConfig, StopReason};
+use headroom_core::policy::{Limits, StopReason};
 use headroom_core::summary::{replay, summarize};
 use headroom_core::trace::read_trace;
 use serde_json::Value;
@@ -100,7 +100,7 @@ fn qwen_first_attempt_grew_swap_from_8_6_to_18_5_gb() {
     assert_eq!((s.swap_peak_bytes as f64 / GIB * 10.0).round() / 10.0, 18.5);
 }
 
-fn replay_file(path: &str, cfg: &GuardConfig) -> headroom_core::summary::Replay {
+fn replay_file(path: &str, cfg: &Limits) -> headroom_core::summary::Replay {
     let trace = read_trace(&fixtures().join(path)).unwrap();
     replay(&trace, cfg).unwrap()
 }
@@ -109,7 +109,7 @@ fn replay_file(path: &str, cfg: &GuardConfig) -> headroom_core::summary::Replay 
 fn replay_stops_eager_qwen_in_the_decode() {
     let r = replay_file(
         "qwen-image-2026-10-06/eager-1.trace.jsonl",
-        &GuardConfig::default(),
+        &Limits::default(),
     );
     assert_eq!(r.stage.as_deref(), Some("decode"), "{r:?}");
     let t = r.stopped_at_seconds.unwrap();
@@ -126,7 +126,7 @@ fn replay_stops_eager_qwen_in_the_decode() {
 fn replay_stops_the_first_attempt_while_loading() {
     let r = replay_file(
         "qwen-image-2026-10-06/first-attempt/eager-1.trace.jsonl",
-        &GuardConfig::default(),
+        &Limits::default(),
     );
     assert!(r.stopped_at_seconds.is_some(), "{r:?}");
 }
@@ -137,7 +137,7 @@ fn replay_lets_staged_runs_finish() {
         "qwen-image-2026-10-06/staged-1.trace.jsonl",
         "pixal3d-2026-10-05/staged-1.trace.jsonl",
     ] {
-        let r = replay_file(path, &GuardConfig::default());
+        let r = replay_file(path, &Limits::default());
         assert_eq!(r.stopped_at_seconds, None, "{path}: {r:?}");
         assert!(r.verdict.fits, "{path}: {}", r.verdict);
     }
@@ -145,9 +145,9 @@ fn replay_lets_staged_runs_finish() {
 
 #[test]
 fn replay_with_a_small_budget_stops_pixal3d_eager() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: 1 << 30,
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     let r = replay_file("pixal3d-2026-10-05/eager-1.trace.jsonl", &cfg);
     assert!(r.stopped_at_seconds.is_some());

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::Context;
-use headroom_core::counters::Counters;
-use headroom_core::guard::Safety;
+use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::enforce::Safety;
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::sampler::{read_sample, ErrorOnce, Sampler};

@@ -1,6 +1,7 @@
 //! The page's commands. Each delegates to headroom-core and returns data or a typed
 //! [`CommandError`] (the form field at fault, if any, and the message).
 
+use headroom_core::counters::CounterSource;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use headroom_core::engine::{JobMode, JobSpec, JobView};
 use headroom_core::jobfile::JobFile;
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::{StatusView, CHART_WINDOWS_SECONDS, TICK_WINDOW_SECONDS};
-use headroom_core::policy::{GuardConfig, OnBudget};
+use headroom_core::policy::{Limits, OnBudget};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::settings::{Settings, SettingsField, SettingsUpdate};
 use headroom_core::units;
@@ -232,7 +233,7 @@ fn ui_job(v: JobView) -> UiJob {
     }
 }
 
-fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: GuardConfig) -> CommandResult<UiJob> {
+fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: Limits) -> CommandResult<UiJob> {
     let id = ProcessIdentity::of(&state.counters, pid).map_err(|e| format!("pid {pid}: {e}"))?;
     if mode == JobMode::Guard {
         state
@@ -305,7 +306,7 @@ pub fn guard(
             CommandError::field("on_budget", "on budget", message)
         })?,
     };
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: budget,
         kill_free_percent: floor,
         on_budget,

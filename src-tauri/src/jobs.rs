@@ -3,8 +3,8 @@
 //! buttons, `headroom resume|pause|stop PID` (through the app's mark socket). The engine
 //! decides; this carries out.
 
+use headroom_core::enforce::{pause_members, resume_members, stop_members, DEFAULT_GRACE};
 use headroom_core::engine::Action;
-use headroom_core::guard::{pause_members, resume_members, stop_members, DEFAULT_GRACE};
 use headroom_core::marks::{not_here, Control};
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -194,7 +194,7 @@ fn signal_job<R: Runtime>(
     members: &headroom_core::members::MemberSet,
     signal: fn(
         &headroom_core::counters::Counters,
-        &headroom_core::guard::Safety,
+        &headroom_core::enforce::Safety,
         &headroom_core::members::MemberSet,
     ) -> Vec<u32>,
 ) {

@@ -116,7 +116,7 @@ pub fn run() {
 /// history not yet saved is written. Signals ignored at start (`nohup`) stay ignored.
 #[cfg(unix)]
 fn quit_on_signals<R: Runtime>(app: tauri::AppHandle<R>) {
-    use headroom_core::counters::signals::{is_ignored, SIGHUP, SIGINT, SIGTERM};
+    use headroom_core::unix::signals::{is_ignored, SIGHUP, SIGINT, SIGTERM};
     let wanted: Vec<i32> = [SIGTERM, SIGINT, SIGHUP]
         .into_iter()
         .filter(|&s| !is_ignored(s))

@@ -3,6 +3,7 @@
 //! app's jobs and those of `headroom guard` runs in terminals; scrapes read the rendered
 //! result only.
 
+use headroom_core::counters::CounterSource;
 use std::net::SocketAddr;
 use std::time::Instant;
 

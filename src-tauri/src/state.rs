@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use headroom_core::counters::Counters;
-use headroom_core::guard::Safety;
+use headroom_core::enforce::Safety;
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::sampler::Sampler;

@@ -1,11 +1,11 @@
 //! Flags shared by `guard`, `watch` and `trace replay`: the swap budget and its limits,
-//! parsed into a validated [`GuardConfig`].
+//! parsed into a validated [`Limits`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use headroom_core::policy::{GuardConfig, OnBudget, DEFAULT_MAX_PAUSES};
+use headroom_core::policy::{Limits, OnBudget, DEFAULT_MAX_PAUSES};
 
 /// Budget flags (the stop rules and the verdict's tolerance).
 #[derive(Debug, Clone, Args)]
@@ -39,8 +39,8 @@ pub struct BudgetArgs {
 
 impl BudgetArgs {
     /// The policy config these flags describe (start-gate fields at their defaults).
-    pub fn config(&self, poll: Duration) -> GuardConfig {
-        GuardConfig {
+    pub fn config(&self, poll: Duration) -> Limits {
+        Limits {
             swap_budget_bytes: self.swap_budget,
             swap_limit_bytes: self.swap_limit,
             kill_free_percent: self.kill_free,
@@ -49,7 +49,7 @@ impl BudgetArgs {
             tight_compressed_bytes: self.tight_compressed,
             tight_free_percent: self.tight_free,
             lookahead: poll,
-            ..GuardConfig::default()
+            ..Limits::default()
         }
     }
 }
@@ -81,8 +81,8 @@ fn parse_on_budget(text: &str) -> Result<OnBudget, String> {
 
 impl PauseArgs {
     /// `cfg` with these choices.
-    pub fn apply(&self, cfg: GuardConfig) -> GuardConfig {
-        GuardConfig {
+    pub fn apply(&self, cfg: Limits) -> Limits {
+        Limits {
             on_budget: self.on_budget,
             max_pauses: self.max_pauses,
             resume_free_percent: self.resume_free,

@@ -7,15 +7,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::counters::jobctl::Terminal;
-use headroom_core::counters::Counters;
+use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::enforce::Safety;
 use headroom_core::engine::drive::{self, DriveError, Interrupts, Launch, Outcome, Sink};
 use headroom_core::engine::{JobMode, JobSpec};
-use headroom_core::guard::Safety;
 use headroom_core::jobfile::Publisher;
 use headroom_core::paths::Dirs;
-use headroom_core::policy::{GuardConfig, Observation, StartDecision, StartGate, WaitReason};
+use headroom_core::policy::{Limits, Observation, StartDecision, StartGate, WaitReason};
 use headroom_core::process::ancestors;
+use headroom_core::unix::jobctl::Terminal;
 use regex::Regex;
 use serde::Serialize;
 
@@ -113,7 +113,7 @@ pub struct JsonOutcome<'a> {
 /// Runs `headroom guard`.
 pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
-    let cfg = GuardConfig {
+    let cfg = Limits {
         wait_free_percent: args.wait_free,
         quiet_for: args.quiet_for,
         start_timeout: args.start_timeout,
@@ -183,7 +183,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
 /// when asked for.
 fn sinks(
     command_line: &str,
-    cfg: &GuardConfig,
+    cfg: &Limits,
     trace: Option<TraceSink>,
     report: Option<&Report>,
 ) -> Vec<Box<dyn Sink>> {
@@ -203,7 +203,7 @@ fn sinks(
 /// There was never room, or the guard was interrupted while waiting: the exit code.
 fn no_room(
     args: &GuardArgs,
-    cfg: &GuardConfig,
+    cfg: &Limits,
     command_line: &str,
     reason: Waited,
 ) -> anyhow::Result<ExitCode> {
@@ -237,7 +237,7 @@ enum Waited {
 /// or plain lines when the reason changes (not a terminal).
 fn wait_for_room(
     counters: &Counters,
-    cfg: &GuardConfig,
+    cfg: &Limits,
     busy: &[Regex],
     poll: Duration,
     interrupts: &Signals,

@@ -2,6 +2,7 @@
 //! the guard's own signals, and the sinks that show a job in a terminal and write its trace.
 //! The engine decides and drives; nothing here judges a job.
 
+use headroom_core::counters::CounterSource;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
@@ -9,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use headroom_core::counters::signals;
 use headroom_core::engine::drive::{Interrupts, Sink};
 use headroom_core::engine::words;
 use headroom_core::policy::{EndReason, JobEvent};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
+use headroom_core::unix::signals;
 use serde::Serialize;
 use serde_json::Map;
 

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use headroom_core::counters::Counters;
+use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::engine::drive::Interrupts;
 use headroom_core::jobfile::JobFile;
 use headroom_core::paths::Dirs;

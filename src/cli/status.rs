@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::counters::{Counters, FootprintRow, SystemCounters};
+use headroom_core::counters::{CounterSource, Counters, FootprintRow, SystemCounters};
 use headroom_core::units::format_bytes;
 use serde::Serialize;
 

@@ -127,7 +127,7 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
 /// Stage starts for the chart, each named with the swap it added when that passed the
 /// default fits tolerance: `decode +6.3 GB`.
 fn stage_labels(trace: &Trace) -> Vec<(String, f64)> {
-    let tolerance = headroom_core::policy::GuardConfig::default().fits_tolerance_bytes;
+    let tolerance = headroom_core::policy::Limits::default().fits_tolerance_bytes;
     let figures = summarize(trace).map(|s| s.stage_swap).unwrap_or_default();
     stage_windows(trace)
         .into_iter()

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use headroom_core::counters::Counters;
+use headroom_core::enforce::Safety;
 use headroom_core::engine::drive::{self, Launch, Sink};
 use headroom_core::engine::{JobMode, JobSpec};
-use headroom_core::guard::Safety;
 
 use super::budget::{BudgetArgs, PauseArgs, RunArgs};
 use super::job::{exit_code, identity_of, print_json, Printer, Signals, TraceSink};

@@ -1,13 +1,18 @@
-//! The OS boundary: typed memory counters for the system and for processes.
+//! The OS boundary for memory numbers: typed counters for the system and for processes.
 //!
-//! One implementation per OS, selected by `cfg`: `macos.rs` (sysctl, `host_statistics64`,
-//! `proc_pid_rusage`), `linux.rs` (`/proc`, readers take their root path so tests can use
-//! fixture trees) and `unsupported.rs` (every call returns [`CounterError::Unsupported`], so
-//! other targets still compile). All of them expose the same [`Counters`] type with the same
-//! inherent methods; nothing outside this folder calls the OS for memory numbers.
+//! [`CounterSource`] is the one interface; each OS has a backend folder that implements it for
+//! its [`Counters`], selected by `cfg`:
 //!
-//! Units are in the names: `_bytes`, `_percent`. Cumulative counters (`swapped_in_bytes` …) count
-//! since boot; diff two samples to get a rate.
+//! - `linux/`: `/proc` (`mod.rs` reads files; `parse.rs` holds the pure parsers). Readers
+//!   take their root path, so tests run on fixture trees.
+//! - `macos/`: sysctl, `host_statistics64`, libproc (`mod.rs` the reader; `sys.rs` the C
+//!   layouts, their asserts and the raw calls).
+//! - `unsupported.rs`: every read is [`CounterError::Unsupported`], so other targets compile
+//!   (`scripts/check-macos` type-checks FreeBSD for it).
+//!
+//! Nothing outside this folder asks the OS for memory numbers; signals and job control are in
+//! [`crate::unix`]. Units are in the names: `_bytes`, `_percent`. Cumulative counters
+//! (`swapped_in_bytes` …) count since boot; diff two samples to get a rate.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,13 +28,6 @@ mod macos;
 #[cfg(target_os = "macos")]
 pub use macos::Counters;
 
-#[cfg(unix)]
-pub mod jobctl;
-#[cfg(unix)]
-pub mod peer;
-#[cfg(unix)]
-pub mod signals;
-
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod unsupported;
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
@@ -37,6 +35,48 @@ pub use unsupported::Counters;
 
 /// Result of a counter read.
 pub type Result<T> = std::result::Result<T, CounterError>;
+
+/// What every OS backend reads. Callers bring it into scope
+/// (`use headroom_core::counters::{CounterSource, Counters};`) and call it on [`Counters`].
+///
+/// A process that has exited (a zombie included) is [`CounterError::Gone`] unless a method
+/// says otherwise; one another user owns may be [`CounterError::PermissionDenied`].
+pub trait CounterSource {
+    /// System-wide counters at this instant.
+    fn read_system(&self) -> Result<SystemCounters>;
+
+    /// Every process with identity and command line; processes that vanish or refuse access
+    /// mid-scan are skipped.
+    fn list_processes(&self) -> Result<Vec<ProcessInfo>>;
+
+    /// One process's identity and command line (empty when the OS hides it).
+    fn process_info(&self, pid: u32) -> Result<ProcessInfo>;
+
+    /// One process's identity and owner without the command line: what the safety check
+    /// before a signal reads.
+    fn identity(&self, pid: u32) -> Result<ProcessInfo>;
+
+    /// A live process's start-time token: the cheap identity check run before every signal
+    /// and on every tick.
+    fn start_time(&self, pid: u32) -> Result<u64>;
+
+    /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
+    /// ours): the identity of a command that ended before it could be looked at.
+    fn start_time_even_exited(&self, pid: u32) -> Result<u64>;
+
+    /// This boot's id: start times count from boot, so an identity saved under another boot
+    /// names nothing.
+    fn boot_id(&self) -> Result<String>;
+
+    /// One process's memory.
+    fn process_memory(&self, pid: u32) -> Result<ProcessMemory>;
+
+    /// Footprint of every process this user may read; the others are skipped.
+    fn scan_footprints(&self) -> Result<Vec<FootprintRow>>;
+
+    /// Direct children of a process.
+    fn child_pids(&self, pid: u32) -> Result<Vec<u32>>;
+}
 
 /// System-wide memory pressure, as the OS reports it.
 ///
@@ -210,24 +250,6 @@ pub struct FootprintRow {
     pub memory: ProcessMemory,
 }
 
-/// Parses the first `u64` after `key` in a `/proc`-style `Key:   value unit` text.
-///
-/// Shared by the Linux reader and the fixture tests; pure.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-pub(crate) fn parse_kv_u64(line: &[u8]) -> Option<u64> {
-    let mut value: u64 = 0;
-    let mut seen = false;
-    for &b in line {
-        if b.is_ascii_digit() {
-            value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-            seen = true;
-        } else if seen {
-            break;
-        }
-    }
-    seen.then_some(value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,16 +278,5 @@ mod tests {
             Some(PressureLevel::Critical)
         );
         assert_eq!(PressureLevel::from_macos_level(3), None);
-    }
-
-    #[test]
-    fn kv_parse() {
-        assert_eq!(
-            parse_kv_u64(b"MemTotal:       24558400 kB"),
-            Some(24_558_400)
-        );
-        assert_eq!(parse_kv_u64(b"VmSwap:\t       0 kB"), Some(0));
-        assert_eq!(parse_kv_u64(b"Name: bash"), None);
-        assert_eq!(parse_kv_u64(b"X: 99999999999999999999999 kB"), None);
     }
 }

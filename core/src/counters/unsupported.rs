@@ -1,7 +1,7 @@
 //! Counters for operating systems Headroom does not support: every call returns
 //! [`CounterError::Unsupported`], so the workspace still compiles there.
 
-use super::{FootprintRow, ProcessInfo, ProcessMemory, Result, SystemCounters};
+use super::{CounterSource, FootprintRow, ProcessInfo, ProcessMemory, Result, SystemCounters};
 use crate::error::CounterError;
 
 /// The counter reader for this OS (none: every read is `Unsupported`).
@@ -19,54 +19,56 @@ impl Counters {
     pub fn new() -> Self {
         Counters
     }
+}
 
+impl CounterSource for Counters {
     /// System-wide counters.
-    pub fn read_system(&self) -> Result<SystemCounters> {
+    fn read_system(&self) -> Result<SystemCounters> {
         unsupported("system memory counters")
     }
 
     /// Every process with identity and command line.
-    pub fn list_processes(&self) -> Result<Vec<ProcessInfo>> {
+    fn list_processes(&self) -> Result<Vec<ProcessInfo>> {
         unsupported("process listing")
     }
 
     /// One process's identity and command line.
-    pub fn process_info(&self, _pid: u32) -> Result<ProcessInfo> {
+    fn process_info(&self, _pid: u32) -> Result<ProcessInfo> {
         unsupported("process information")
     }
 
     /// A live process's start-time token.
-    pub fn start_time(&self, _pid: u32) -> Result<u64> {
+    fn start_time(&self, _pid: u32) -> Result<u64> {
         unsupported("process start times")
     }
 
     /// The start-time token of `pid`, even if it has exited.
-    pub fn start_time_even_exited(&self, _pid: u32) -> Result<u64> {
+    fn start_time_even_exited(&self, _pid: u32) -> Result<u64> {
         unsupported("process start times")
     }
 
     /// This boot's id.
-    pub fn boot_id(&self) -> Result<String> {
+    fn boot_id(&self) -> Result<String> {
         unsupported("the boot id")
     }
 
     /// One process's identity and owner, without the command line.
-    pub fn identity(&self, _pid: u32) -> Result<ProcessInfo> {
+    fn identity(&self, _pid: u32) -> Result<ProcessInfo> {
         unsupported("process information")
     }
 
     /// One process's memory.
-    pub fn process_memory(&self, _pid: u32) -> Result<ProcessMemory> {
+    fn process_memory(&self, _pid: u32) -> Result<ProcessMemory> {
         unsupported("process memory")
     }
 
     /// Footprint of every process.
-    pub fn scan_footprints(&self) -> Result<Vec<FootprintRow>> {
+    fn scan_footprints(&self) -> Result<Vec<FootprintRow>> {
         unsupported("process memory")
     }
 
     /// Direct children of a process.
-    pub fn child_pids(&self, _pid: u32) -> Result<Vec<u32>> {
+    fn child_pids(&self, _pid: u32) -> Result<Vec<u32>> {
         unsupported("process children")
     }
 }

@@ -23,16 +23,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use crate::counters::jobctl::{self, ChildStatus, Terminal};
-use crate::counters::signals::{self, SIGCONT};
-use crate::counters::{CounterError, Counters};
-use crate::guard::{pause_members, resume_members, stop_members, Safety, StopReport};
+use crate::counters::{CounterError, CounterSource, Counters};
+use crate::enforce::{pause_members, resume_members, stop_members, Safety, StopReport};
 use crate::marks::{not_here, Control, MarkServer, Request, MARK_ENV};
 use crate::members::{MemberSet, Members};
 use crate::paths::Dirs;
 use crate::policy::{EndReason, JobEvent, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::{InlineSampler, Sample};
+use crate::unix::jobctl::{self, ChildStatus, Terminal};
+use crate::unix::signals::{self, SIGCONT};
 
 use super::{Action, Engine, JobSpec};
 

@@ -5,9 +5,9 @@
 //! engine owns the whole run: it observes each sample, produces the events and their wording,
 //! decides stops and pauses (pure policy), spaces the checks of guarded jobs (faster near the budget),
 //! and writes the verdict. It makes no OS calls itself: callers carry out its [`Action`]s
-//! (show an event, stop members with [`crate::guard::stop_members`], then report back with
-//! [`Engine::stop_done`]; pause or resume them with [`crate::guard::pause_members`] and
-//! [`crate::guard::resume_members`]). [`drive`] runs one job to its end for the CLI; the app feeds the
+//! (show an event, stop members with [`crate::enforce::stop_members`], then report back with
+//! [`Engine::stop_done`]; pause or resume them with [`crate::enforce::pause_members`] and
+//! [`crate::enforce::resume_members`]). [`drive`] runs one job to its end for the CLI; the app feeds the
 //! same engine from its ticker.
 
 pub mod drive;
@@ -20,10 +20,10 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::guard::StopReport;
+use crate::enforce::StopReport;
 use crate::members::MemberSet;
 use crate::policy::{
-    check_interval, EndReason, EventGate, GuardConfig, JobEvent, Ledger, Observation, OnBudget,
+    check_interval, EndReason, EventGate, JobEvent, Ledger, Limits, Observation, OnBudget,
     StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
 use crate::process::ProcessIdentity;
@@ -72,7 +72,7 @@ pub enum Action {
         /// What happened.
         event: JobEvent,
     },
-    /// Stop every member of a job ([`crate::guard::stop_members`]), then call
+    /// Stop every member of a job ([`crate::enforce::stop_members`]), then call
     /// [`Engine::stop_done`] with the report.
     Stop {
         /// The job.
@@ -82,14 +82,14 @@ pub enum Action {
         /// Why.
         reason: StopReason,
     },
-    /// Pause every member of a job ([`crate::guard::pause_members`]).
+    /// Pause every member of a job ([`crate::enforce::pause_members`]).
     Pause {
         /// The job.
         job_id: u64,
         /// Its members.
         members: MemberSet,
     },
-    /// Continue every member of a paused job ([`crate::guard::resume_members`]).
+    /// Continue every member of a paused job ([`crate::enforce::resume_members`]).
     Resume {
         /// The job.
         job_id: u64,
@@ -106,7 +106,7 @@ pub struct JobSpec {
     /// Watch or guard.
     pub mode: JobMode,
     /// Its budget and thresholds.
-    pub cfg: GuardConfig,
+    pub cfg: Limits,
     /// The check interval the user set (`--poll`, the app's sample interval); guarded jobs
     /// are checked faster near their budget.
     pub poll: Duration,
@@ -448,7 +448,7 @@ impl Engine {
         let spec = JobSpec {
             command: saved.command.clone(),
             mode: saved.mode,
-            cfg: GuardConfig {
+            cfg: Limits {
                 swap_budget_bytes: saved.swap_budget_bytes,
                 kill_free_percent: saved.kill_free_percent,
                 on_budget: saved.on_budget,

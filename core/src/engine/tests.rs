@@ -35,7 +35,7 @@ fn set(id: ProcessIdentity) -> MemberSet {
     MemberSet::new(crate::members::Members::of_process(id))
 }
 
-fn spec(command: &str, mode: JobMode, cfg: GuardConfig) -> JobSpec {
+fn spec(command: &str, mode: JobMode, cfg: Limits) -> JobSpec {
     JobSpec {
         command: command.into(),
         mode,
@@ -51,12 +51,12 @@ fn signalled() -> StopReport {
     }
 }
 
-fn cfg(budget: u64) -> GuardConfig {
-    GuardConfig {
+fn cfg(budget: u64) -> Limits {
+    Limits {
         swap_budget_bytes: budget,
         notify_step_bytes: 100 * MIB,
         lookahead: Duration::ZERO,
-        ..GuardConfig::default()
+        ..Limits::default()
     }
 }
 
@@ -176,8 +176,8 @@ fn prune_drops_old_finished_jobs() {
     assert!(jobs.views().is_empty());
 }
 
-fn pausing(budget: u64, max_pauses: u32, resume_free: Option<f64>) -> GuardConfig {
-    GuardConfig {
+fn pausing(budget: u64, max_pauses: u32, resume_free: Option<f64>) -> Limits {
+    Limits {
         on_budget: OnBudget::Pause,
         max_pauses,
         resume_free_percent: resume_free,
@@ -469,7 +469,7 @@ fn a_paused_job_is_saved_and_restored_paused() {
     assert_eq!(saved.pauses, 1);
     assert!(saved.paused_since_ms.is_some());
     let mut after = Engine::default();
-    let base = spec("x", JobMode::Guard, GuardConfig::default());
+    let base = spec("x", JobMode::Guard, Limits::default());
     let restored = after.restore(&saved, set(id), base);
     assert!(after.is_paused(restored));
     let view = &after.views()[0];

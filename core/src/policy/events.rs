@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::reasons::StopReason;
 use super::verdict::Verdict;
-use super::{GuardConfig, Observation, WARN_FRACTION, WARN_REARM_FRACTION};
+use super::{Limits, Observation, WARN_FRACTION, WARN_REARM_FRACTION};
 
 /// Something worth telling the user about a job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,7 +83,7 @@ impl EventGate {
     /// `budget_growth_bytes` (growth since the start, or since the last resume).
     pub fn observe(
         &mut self,
-        cfg: &GuardConfig,
+        cfg: &Limits,
         guarded: bool,
         (growth_bytes, budget_growth_bytes): (u64, u64),
         obs: &Observation,

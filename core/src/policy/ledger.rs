@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::reasons::{EndReason, StopReason};
 use super::verdict::{Tightness, Verdict};
-use super::{GuardConfig, Observation, LOW_FREE_STRIKES, PROJECTED_CROSSINGS, RATE_HISTORY};
+use super::{Limits, Observation, LOW_FREE_STRIKES, PROJECTED_CROSSINGS, RATE_HISTORY};
 
 /// The ledger of a guarded or watched job: what it has seen (peaks, lows, the swap rate,
 /// strikes), the stop rules applied to each observation, and the verdict's figures.
@@ -79,7 +79,7 @@ impl Ledger {
     }
 
     /// Records an observation; with a config (a guard), says whether to stop the job now.
-    pub fn observe(&mut self, cfg: Option<&GuardConfig>, obs: &Observation) -> Option<StopReason> {
+    pub fn observe(&mut self, cfg: Option<&Limits>, obs: &Observation) -> Option<StopReason> {
         self.swap_peak_bytes = self.swap_peak_bytes.max(obs.swap_used_bytes);
         if let Some(f) = obs.footprint_bytes {
             self.peak_footprint_bytes = Some(self.peak_footprint_bytes.map_or(f, |p| p.max(f)));
@@ -169,7 +169,7 @@ impl Ledger {
 
     /// Why a run that fits was on the edge, if it was: compressed memory grew past
     /// `cfg.tight_compressed_bytes`, or free memory fell under `cfg.tight_free_percent`.
-    pub fn tightness(&self, cfg: &GuardConfig) -> Option<Tightness> {
+    pub fn tightness(&self, cfg: &Limits) -> Option<Tightness> {
         let compressed = self
             .compressed_start_peak
             .map(|(start, peak)| peak.saturating_sub(start))

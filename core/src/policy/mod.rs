@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// The budget a guarded job runs under (`headroom guard` flags and their defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GuardConfig {
+pub struct Limits {
     /// Wait until free memory is at least this, percent (`--wait-free`, 40).
     pub wait_free_percent: f64,
     /// Stop when swap grows more than this over its level at the start (`--swap-budget`, 8G).
@@ -45,7 +45,7 @@ pub struct GuardConfig {
     #[serde(default = "default_max_pauses")]
     pub max_pauses: u32,
     /// Resume a paused job by itself once free memory is back at or above this, percent,
-    /// and swap has not grown for [`GuardConfig::resume_calm`] (`--resume-free`; none:
+    /// and swap has not grown for [`Limits::resume_calm`] (`--resume-free`; none:
     /// only on request).
     #[serde(default)]
     pub resume_free_percent: Option<f64>,
@@ -72,7 +72,7 @@ const RATE_HISTORY: Duration = Duration::from_secs(10);
 /// fast, never under [`MIN_CHECK_INTERVAL`]. Time to the budget (or the swap limit) at the
 /// observed rate, or at least [`ASSUMED_FILL_BYTES_PER_SECOND`], split into four checks.
 pub fn check_interval(
-    cfg: &GuardConfig,
+    cfg: &Limits,
     growth_bytes: u64,
     swap_used_bytes: u64,
     rate_bytes_per_second: f64,
@@ -99,9 +99,9 @@ pub const WARN_FRACTION: f64 = 0.8;
 /// The warning re-arms only after growth falls back under this fraction of the budget.
 pub const WARN_REARM_FRACTION: f64 = 0.6;
 
-impl Default for GuardConfig {
+impl Default for Limits {
     fn default() -> Self {
-        GuardConfig {
+        Limits {
             wait_free_percent: 40.0,
             swap_budget_bytes: 8 << 30,
             swap_limit_bytes: None,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{GuardConfig, Observation};
+use super::{Limits, Observation};
 use crate::units::{format_bytes, format_duration};
 
 /// Why a job is not started yet.
@@ -93,7 +93,7 @@ impl StartGate {
     /// none may be seen for `quiet_for`.
     pub fn decide(
         &mut self,
-        cfg: &GuardConfig,
+        cfg: &Limits,
         obs: &Observation,
         busy_now: Option<&str>,
     ) -> StartDecision {

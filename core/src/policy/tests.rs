@@ -17,7 +17,7 @@ fn obs(t_ms: u64, swap: u64, free: f64) -> Observation {
 
 #[test]
 fn start_gate_table() {
-    let cfg = GuardConfig::default();
+    let cfg = Limits::default();
     // (t ms, free %, busy command, expected) in sequence on one gate.
     type Step = (u64, f64, Option<&'static str>, &'static str);
     let steps: &[Step] = &[
@@ -41,9 +41,9 @@ fn start_gate_table() {
 
 #[test]
 fn start_gate_goes_at_once_without_busy_and_gives_up_at_timeout() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         start_timeout: Duration::from_secs(2),
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     assert_eq!(
         StartGate::default().decide(&cfg, &obs(0, 0, 41.0), None),
@@ -63,10 +63,10 @@ fn start_gate_goes_at_once_without_busy_and_gives_up_at_timeout() {
 
 #[test]
 fn start_gate_waits_while_swap_plus_budget_passes_the_limit() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: 2 * GIB,
         swap_limit_bytes: Some(10 * GIB),
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     let mut gate = StartGate::default();
     let d = gate.decide(&cfg, &obs(0, 9 * GIB, 90.0), None);
@@ -82,11 +82,11 @@ fn start_gate_waits_while_swap_plus_budget_passes_the_limit() {
 
 #[test]
 fn stop_rules_table() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: 100 * MIB,
         swap_limit_bytes: Some(5 * GIB),
         lookahead: Duration::ZERO,
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     // Each case: swap at start, then a sequence of (swap, free); index of the stopping
     // observation and the reason kind.
@@ -131,9 +131,9 @@ fn stop_rules_table() {
 
 #[test]
 fn fast_growth_stops_before_passing_the_budget() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: GIB,
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     let mut job = Ledger::new(0);
     assert_eq!(job.observe(Some(&cfg), &obs(0, 0, 50.0)), None);
@@ -194,9 +194,9 @@ fn verdicts() {
 
 #[test]
 fn growth_events_have_hysteresis() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: 2 * GIB,
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     let mut gate = EventGate::default();
     let count = |gate: &mut EventGate, t_s: u64, growth: u64| {
@@ -227,10 +227,10 @@ fn growth_events_have_hysteresis() {
 
 #[test]
 fn budget_warning_once_until_rearmed() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: 1000 * MIB,
         notify_step_bytes: 100 * GIB,
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     let mut gate = EventGate::default();
     let mut warns = 0;
@@ -281,10 +281,10 @@ fn reasons_read_well() {
 #[test]
 fn a_one_sample_burst_that_fits_is_not_stopped() {
     // 100 ms checks near a 200 MiB budget; swap jumps 150 MiB in one check, then stays.
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: 200 * MIB,
         lookahead: Duration::from_millis(100),
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     let mut job = Ledger::new(0);
     let mut t = 0;
@@ -315,9 +315,9 @@ fn a_one_sample_burst_that_fits_is_not_stopped() {
 
 #[test]
 fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
-    let cfg = GuardConfig {
+    let cfg = Limits {
         swap_budget_bytes: 8 * GIB,
-        ..GuardConfig::default()
+        ..Limits::default()
     };
     let base = Duration::from_millis(500);
     let ms = |d: Duration| d.as_millis();
@@ -347,7 +347,7 @@ fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
         100
     );
     // A swap limit closer than the budget counts.
-    let limited = GuardConfig {
+    let limited = Limits {
         swap_limit_bytes: Some(GIB),
         ..cfg.clone()
     };
@@ -359,8 +359,8 @@ fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
 
 #[test]
 fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
-    let cfg = GuardConfig::default(); // 2 GiB of compressed growth, 20 % free
-                                      // (compressed GiB per reading, free % per reading, expected words)
+    let cfg = Limits::default(); // 2 GiB of compressed growth, 20 % free
+                                 // (compressed GiB per reading, free % per reading, expected words)
     let cases: &[(&[u64], &[f64], Option<&str>)] = &[
         (&[1, 2, 3], &[60.0, 50.0, 55.0], None),
         (&[1, 4, 2], &[60.0, 50.0, 55.0], Some("compressed +3.0 GB")),

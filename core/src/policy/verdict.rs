@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::reasons::EndReason;
-use super::GuardConfig;
+use super::Limits;
 use crate::stages::{grew_swap, StageFigures};
 use crate::units::{format_bytes, format_delta_bytes, format_duration};
 
@@ -82,7 +82,7 @@ impl std::fmt::Display for Tightness {
 }
 
 fn default_fits_tolerance_bytes() -> u64 {
-    GuardConfig::default().fits_tolerance_bytes
+    Limits::default().fits_tolerance_bytes
 }
 
 impl std::fmt::Display for Verdict {

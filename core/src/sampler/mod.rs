@@ -19,7 +19,7 @@ use serde::Serialize;
 mod inline;
 pub use inline::InlineSampler;
 
-use crate::counters::{Counters, FootprintRow, Result, SystemCounters};
+use crate::counters::{CounterSource, Counters, FootprintRow, Result, SystemCounters};
 use crate::members::MemberSet;
 use crate::process::{ProcessIdentity, TreeMemory};
 use crate::trace::{round_t, SampleRecord};

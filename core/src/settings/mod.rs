@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::paths::{move_aside, unix_seconds_now, write_atomic};
-use crate::policy::GuardConfig;
+use crate::policy::Limits;
 use crate::units::{parse_bytes, parse_duration, parse_percent};
 
 /// Shortest allowed sampling interval.
@@ -71,8 +71,8 @@ impl Default for Settings {
             notify_step_bytes: 512 << 20,
             default_swap_budget_bytes: 8 << 30,
             default_kill_free_percent: 10.0,
-            tight_compressed_bytes: GuardConfig::default().tight_compressed_bytes,
-            tight_free_percent: GuardConfig::default().tight_free_percent,
+            tight_compressed_bytes: Limits::default().tight_compressed_bytes,
+            tight_free_percent: Limits::default().tight_free_percent,
             launch_at_login: false,
             serve_metrics: false,
             metrics_address: DEFAULT_METRICS_ADDRESS,
@@ -280,14 +280,14 @@ impl Settings {
 
     /// The guard settings a new guard starts from: defaults with this budget, floor and
     /// notification step.
-    pub fn guard_config(&self) -> GuardConfig {
-        GuardConfig {
+    pub fn guard_config(&self) -> Limits {
+        Limits {
             swap_budget_bytes: self.default_swap_budget_bytes,
             kill_free_percent: self.default_kill_free_percent,
             notify_step_bytes: self.notify_step_bytes,
             tight_compressed_bytes: self.tight_compressed_bytes,
             tight_free_percent: self.tight_free_percent,
-            ..GuardConfig::default()
+            ..Limits::default()
         }
     }
 }
@@ -445,9 +445,7 @@ fn check_percent(p: f64) -> Result<f64, String> {
     }
 }
 
-#[path = "settings_file.rs"]
 mod file;
 
 #[cfg(test)]
-#[path = "settings_tests.rs"]
 mod tests;

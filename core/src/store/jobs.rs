@@ -5,7 +5,7 @@ use rusqlite::{params, Row};
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, GUARD_COLUMNS, JOB_COLUMNS};
-use crate::counters::Counters;
+use crate::counters::{CounterSource, Counters};
 use crate::policy::OnBudget;
 use crate::process::ProcessIdentity;
 

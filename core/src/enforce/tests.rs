@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // helpers of tests: a panic is a failed test
 
+use crate::counters::CounterSource;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 

@@ -24,7 +24,6 @@ use crate::history::{Agg, Metric, Point, HISTORY_RETENTION, METRICS};
 use crate::paths::{move_aside, unix_seconds_now};
 use crate::units::unix_ms;
 
-#[path = "store_jobs.rs"]
 mod jobs;
 pub use jobs::JobRecord;
 
@@ -394,5 +393,4 @@ fn history_columns() -> Vec<String> {
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::counters::signals::{self, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
-use crate::counters::{Counters, ProcessInfo};
+use crate::counters::{CounterSource, Counters, ProcessInfo};
 use crate::members::{MemberSet, Members};
 use crate::process::{ancestors, ProcessIdentity};
+use crate::unix::signals::{self, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
 
 /// Default time between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
@@ -241,5 +241,4 @@ pub fn stop_tree(
 }
 
 #[cfg(all(test, target_os = "linux"))]
-#[path = "guard_tests.rs"]
 mod tests;

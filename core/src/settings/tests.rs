@@ -248,10 +248,7 @@ fn guard_config_takes_the_defaults() {
     assert_eq!(cfg.swap_budget_bytes, 1 << 30);
     assert_eq!(cfg.kill_free_percent, 5.0);
     assert_eq!(cfg.notify_step_bytes, 1 << 20);
-    assert_eq!(
-        cfg.wait_free_percent,
-        GuardConfig::default().wait_free_percent
-    );
+    assert_eq!(cfg.wait_free_percent, Limits::default().wait_free_percent);
 }
 
 #[test]

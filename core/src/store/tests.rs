@@ -5,7 +5,7 @@ use std::fs;
 use std::time::{Instant, UNIX_EPOCH};
 
 use super::*;
-use crate::counters::Counters;
+use crate::counters::{CounterSource, Counters};
 use crate::engine::{FinishedJob, JobMode, SavedJob};
 use crate::history::History;
 use crate::policy::{EndReason, OnBudget, StopReason, Verdict};

@@ -356,7 +356,6 @@ fn merge(group: &[Point]) -> Point {
 }
 
 #[cfg(test)]
-#[path = "history_restore_tests.rs"]
 mod restore_tests;
 
 #[cfg(test)]

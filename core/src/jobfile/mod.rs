@@ -331,5 +331,4 @@ impl Sink for Publisher {
 }
 
 #[cfg(test)]
-#[path = "jobfile_tests.rs"]
 mod tests;

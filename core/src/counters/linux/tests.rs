@@ -1,7 +1,9 @@
 //! Tests of the Linux readers on fixture `/proc` trees (`core/tests/fixtures/proc-*`) and on
 //! the real `/proc` of the machine running them.
 
+use super::parse::*;
 use super::*;
+use crate::counters::PressureLevel;
 
 fn fixture(name: &str) -> Counters {
     Counters::with_proc_root(

@@ -15,12 +15,14 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{
-    parse_kv_u64, FootprintRow, PressureLevel, ProcessInfo, ProcessMemory, Result, SystemCounters,
-};
-use crate::error::CounterError;
+mod parse;
 
-const KIB: u64 = 1024;
+use self::parse::{
+    is_dead, kib, parse_cmdline, parse_meminfo, parse_pid_list, parse_psi, parse_stat,
+    parse_status, parse_vmstat, Stat,
+};
+use super::{CounterSource, FootprintRow, ProcessInfo, ProcessMemory, Result, SystemCounters};
+use crate::error::CounterError;
 
 /// The Linux counter reader, rooted at a `/proc` directory.
 #[derive(Debug, Clone)]
@@ -99,8 +101,50 @@ impl Counters {
         p
     }
 
+    /// Pids of every process under the root, in directory order.
+    fn pids(&self) -> Result<Vec<u32>> {
+        let dir = std::fs::read_dir(&self.proc_root)
+            .map_err(|e| CounterError::from_io(e, self.proc_root.display().to_string(), None))?;
+        Ok(dir
+            .filter_map(|entry| entry.ok())
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .collect())
+    }
+
+    /// `/proc/PID/stat`, whatever the process's state.
+    fn stat(&self, pid: u32) -> Result<Stat> {
+        let stat_path = self.pid_path(pid, "stat");
+        with_file(&stat_path, Some(pid), |b| {
+            parse_stat(b).ok_or_else(|| CounterError::Parse {
+                what: stat_path.display().to_string(),
+                detail: "unexpected format".into(),
+            })
+        })
+    }
+
+    /// `/proc/PID/stat` of a process that has not exited (a zombie is `Gone`).
+    fn live_stat(&self, pid: u32) -> Result<Stat> {
+        let stat = self.stat(pid)?;
+        if is_dead(stat.state) {
+            return Err(CounterError::Gone { pid });
+        }
+        Ok(stat)
+    }
+
+    /// Fallback for kernels without `children` files: every process whose parent is `pid`.
+    fn child_pids_by_scan(&self, pid: u32) -> Result<Vec<u32>> {
+        Ok(self
+            .scan_footprints()?
+            .into_iter()
+            .filter(|row| row.ppid == pid)
+            .map(|row| row.pid)
+            .collect())
+    }
+}
+
+impl CounterSource for Counters {
     /// System-wide counters: `meminfo`, `vmstat`, and PSI where the kernel has it.
-    pub fn read_system(&self) -> Result<SystemCounters> {
+    fn read_system(&self) -> Result<SystemCounters> {
         let meminfo_path = self.path("meminfo");
         let mem = with_file(&meminfo_path, None, |b| Ok(parse_meminfo(b)))?;
         let total_bytes = mem.total_kib.ok_or_else(|| CounterError::Parse {
@@ -145,19 +189,9 @@ impl Counters {
         })
     }
 
-    /// Pids of every process under the root, in directory order.
-    fn pids(&self) -> Result<Vec<u32>> {
-        let dir = std::fs::read_dir(&self.proc_root)
-            .map_err(|e| CounterError::from_io(e, self.proc_root.display().to_string(), None))?;
-        Ok(dir
-            .filter_map(|entry| entry.ok())
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-            .collect())
-    }
-
     /// Every process with identity and command line; processes that vanish or refuse access
     /// mid-scan are skipped.
-    pub fn list_processes(&self) -> Result<Vec<ProcessInfo>> {
+    fn list_processes(&self) -> Result<Vec<ProcessInfo>> {
         let pids = self.pids()?;
         Ok(pids
             .into_iter()
@@ -172,7 +206,7 @@ impl Counters {
     }
 
     /// One process's identity (`stat`, `status`) and command line (`cmdline`).
-    pub fn process_info(&self, pid: u32) -> Result<ProcessInfo> {
+    fn process_info(&self, pid: u32) -> Result<ProcessInfo> {
         let mut info = self.identity(pid)?;
         info.command = with_file(&self.pid_path(pid, "cmdline"), Some(pid), |b| {
             Ok(parse_cmdline(b))
@@ -183,7 +217,7 @@ impl Counters {
 
     /// One process's identity and owner (`stat`, `status`), without the command line: what
     /// the safety check before a signal reads. A thread id is refused (`NotAProcess`).
-    pub fn identity(&self, pid: u32) -> Result<ProcessInfo> {
+    fn identity(&self, pid: u32) -> Result<ProcessInfo> {
         let stat = self.live_stat(pid)?;
         let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
             Ok(parse_status(b))
@@ -205,39 +239,19 @@ impl Counters {
 
     /// A live process's start-time token, from `/proc/PID/stat` alone: the cheap identity
     /// check run before every signal and on every tick. A zombie is `Gone`.
-    pub fn start_time(&self, pid: u32) -> Result<u64> {
+    fn start_time(&self, pid: u32) -> Result<u64> {
         Ok(self.live_stat(pid)?.start_ticks)
-    }
-
-    /// `/proc/PID/stat`, whatever the process's state.
-    fn stat(&self, pid: u32) -> Result<Stat> {
-        let stat_path = self.pid_path(pid, "stat");
-        with_file(&stat_path, Some(pid), |b| {
-            parse_stat(b).ok_or_else(|| CounterError::Parse {
-                what: stat_path.display().to_string(),
-                detail: "unexpected format".into(),
-            })
-        })
-    }
-
-    /// `/proc/PID/stat` of a process that has not exited (a zombie is `Gone`).
-    fn live_stat(&self, pid: u32) -> Result<Stat> {
-        let stat = self.stat(pid)?;
-        if is_dead(stat.state) {
-            return Err(CounterError::Gone { pid });
-        }
-        Ok(stat)
     }
 
     /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
     /// ours): the identity of a command that ended before it could be looked at.
-    pub fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
+    fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
         Ok(self.stat(pid)?.start_ticks)
     }
 
     /// This boot's id (`sys/kernel/random/boot_id`): start times count from boot, so an
     /// identity saved under another boot id names nothing.
-    pub fn boot_id(&self) -> Result<String> {
+    fn boot_id(&self) -> Result<String> {
         let path = self.path("sys/kernel/random/boot_id");
         with_file(&path, None, |b| {
             Ok(String::from_utf8_lossy(b.trim_ascii()).into_owned())
@@ -246,7 +260,7 @@ impl Counters {
 
     /// One process's memory from `/proc/PID/status`. A zombie (exited, not yet reaped) is
     /// `Gone`: it holds no memory and can no longer be stopped.
-    pub fn process_memory(&self, pid: u32) -> Result<ProcessMemory> {
+    fn process_memory(&self, pid: u32) -> Result<ProcessMemory> {
         let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
             Ok(parse_status(b))
         })?;
@@ -257,7 +271,7 @@ impl Counters {
     }
 
     /// Footprint of every process, one `status` read each; vanished processes are skipped.
-    pub fn scan_footprints(&self) -> Result<Vec<FootprintRow>> {
+    fn scan_footprints(&self) -> Result<Vec<FootprintRow>> {
         let pids = self.pids()?;
         let mut rows = Vec::with_capacity(pids.len());
         let mut path = self.proc_root.clone();
@@ -282,7 +296,7 @@ impl Counters {
     }
 
     /// Direct children of `pid`, from `/proc/PID/task/*/children` (every thread's children).
-    pub fn child_pids(&self, pid: u32) -> Result<Vec<u32>> {
+    fn child_pids(&self, pid: u32) -> Result<Vec<u32>> {
         let task_dir = self.pid_path(pid, "task");
         let tasks = std::fs::read_dir(&task_dir)
             .map_err(|e| CounterError::from_io(e, task_dir.display().to_string(), Some(pid)))?;
@@ -305,203 +319,7 @@ impl Counters {
         children.dedup();
         Ok(children)
     }
-
-    /// Fallback for kernels without `children` files: every process whose parent is `pid`.
-    fn child_pids_by_scan(&self, pid: u32) -> Result<Vec<u32>> {
-        Ok(self
-            .scan_footprints()?
-            .into_iter()
-            .filter(|row| row.ppid == pid)
-            .map(|row| row.pid)
-            .collect())
-    }
-}
-
-/// Fields of `/proc/meminfo` that Headroom uses, in KiB.
-#[derive(Debug, Default, PartialEq)]
-struct Meminfo {
-    total_kib: Option<u64>,
-    free_kib: u64,
-    cached_kib: u64,
-    available_kib: Option<u64>,
-    swap_total_kib: u64,
-    swap_free_kib: u64,
-    zswap_kib: Option<u64>,
-    unevictable_kib: Option<u64>,
-    anon_kib: Option<u64>,
-}
-
-/// `k` KiB in bytes, saturating: a mangled file gives a huge value, never a wrapped one.
-fn kib(k: u64) -> u64 {
-    k.saturating_mul(KIB)
-}
-
-fn parse_meminfo(bytes: &[u8]) -> Meminfo {
-    let mut m = Meminfo::default();
-    for line in bytes.split(|&b| b == b'\n') {
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            continue;
-        };
-        let value = parse_kv_u64(&line[colon..]);
-        match &line[..colon] {
-            b"MemTotal" => m.total_kib = value,
-            b"MemFree" => m.free_kib = value.unwrap_or(0),
-            b"Cached" => m.cached_kib = value.unwrap_or(0),
-            b"MemAvailable" => m.available_kib = value,
-            b"SwapTotal" => m.swap_total_kib = value.unwrap_or(0),
-            b"SwapFree" => m.swap_free_kib = value.unwrap_or(0),
-            b"Zswap" => m.zswap_kib = value,
-            b"Unevictable" => m.unevictable_kib = value,
-            b"AnonPages" => m.anon_kib = value,
-            _ => {}
-        }
-    }
-    m
-}
-
-/// PSI `some`/`full` `avg10` → level; `None` if the file has no `some` line.
-fn parse_psi(bytes: &[u8]) -> Option<PressureLevel> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let avg10 = |kind: &str| -> Option<f64> {
-        let line = text.lines().find(|l| l.starts_with(kind))?;
-        let field = line
-            .split_whitespace()
-            .find_map(|f| f.strip_prefix("avg10="))?;
-        field.parse().ok()
-    };
-    let some = avg10("some")?;
-    Some(PressureLevel::from_psi(some, avg10("full").unwrap_or(0.0)))
-}
-
-#[derive(Debug, Default, PartialEq)]
-struct Vmstat {
-    pswpin_pages: u64,
-    pswpout_pages: u64,
-    pgpgin_kib: u64,
-    pgpgout_kib: u64,
-}
-
-fn parse_vmstat(bytes: &[u8]) -> Vmstat {
-    let mut v = Vmstat::default();
-    for line in bytes.split(|&b| b == b'\n') {
-        let Some(space) = line.iter().position(|&b| b == b' ') else {
-            continue;
-        };
-        let value = parse_kv_u64(&line[space..]).unwrap_or(0);
-        match &line[..space] {
-            b"pswpin" => v.pswpin_pages = value,
-            b"pswpout" => v.pswpout_pages = value,
-            b"pgpgin" => v.pgpgin_kib = value,
-            b"pgpgout" => v.pgpgout_kib = value,
-            _ => {}
-        }
-    }
-    v
-}
-
-/// Fields of `/proc/PID/status`. Kernel threads have no `Vm*`/`Rss*` lines: zeros.
-#[derive(Debug, Default, PartialEq)]
-struct Status {
-    name: String,
-    state: u8,
-    ppid: u32,
-    tgid: Option<u32>,
-    uid: Option<u32>,
-    rss_kib: u64,
-    anon_kib: u64,
-    shmem_kib: u64,
-    swap_kib: Option<u64>,
-}
-
-impl Status {
-    fn memory(&self, pid: u32) -> ProcessMemory {
-        ProcessMemory {
-            pid,
-            footprint_bytes: kib(self.anon_kib.saturating_add(self.shmem_kib)),
-            resident_bytes: kib(self.rss_kib),
-            swap_bytes: self.swap_kib.map(kib),
-            peak_footprint_bytes: None,
-        }
-    }
-}
-
-fn parse_status(bytes: &[u8]) -> Status {
-    let mut s = Status::default();
-    for line in bytes.split(|&b| b == b'\n') {
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            continue;
-        };
-        let rest = &line[colon + 1..];
-        match &line[..colon] {
-            b"Name" => s.name = String::from_utf8_lossy(rest.trim_ascii()).into_owned(),
-            b"State" => s.state = rest.trim_ascii().first().copied().unwrap_or(0),
-            b"PPid" => {
-                s.ppid = parse_kv_u64(rest)
-                    .and_then(|v| u32::try_from(v).ok())
-                    .unwrap_or(0)
-            }
-            b"Tgid" => s.tgid = parse_kv_u64(rest).and_then(|v| u32::try_from(v).ok()),
-            b"Uid" => s.uid = parse_kv_u64(rest).and_then(|v| u32::try_from(v).ok()),
-            b"VmRSS" => s.rss_kib = parse_kv_u64(rest).unwrap_or(0),
-            b"RssAnon" => s.anon_kib = parse_kv_u64(rest).unwrap_or(0),
-            b"RssShmem" => s.shmem_kib = parse_kv_u64(rest).unwrap_or(0),
-            b"VmSwap" => {
-                s.swap_kib = parse_kv_u64(rest);
-                break; // the last field we use
-            }
-            _ => {}
-        }
-    }
-    s
-}
-
-#[derive(Debug, PartialEq)]
-struct Stat {
-    comm: String,
-    state: u8,
-    ppid: u32,
-    pgrp: u32,
-    start_ticks: u64,
-}
-
-/// `/proc/PID/stat`: `pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt
-/// cmajflt utime stime cutime cstime priority nice threads itrealvalue starttime …`. The comm
-/// may hold spaces and parentheses, so fields are counted from the last `)`.
-fn parse_stat(bytes: &[u8]) -> Option<Stat> {
-    let open = bytes.iter().position(|&b| b == b'(')?;
-    let close = bytes.iter().rposition(|&b| b == b')')?;
-    let comm = String::from_utf8_lossy(bytes.get(open + 1..close)?).into_owned();
-    let rest = std::str::from_utf8(bytes.get(close + 1..)?).ok()?;
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // fields[0] is the state (field 3); starttime is field 22 → index 19.
-    Some(Stat {
-        comm,
-        state: fields.first()?.bytes().next()?,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        start_ticks: fields.get(19)?.parse().ok()?,
-    })
-}
-
-/// `Z` (zombie) and `X` (dead): the process has exited.
-fn is_dead(state: u8) -> bool {
-    matches!(state, b'Z' | b'X')
-}
-
-fn parse_cmdline(bytes: &[u8]) -> String {
-    let trimmed = bytes.strip_suffix(b"\0").unwrap_or(bytes);
-    let text = String::from_utf8_lossy(trimmed);
-    text.replace('\0', " ")
-}
-
-fn parse_pid_list(bytes: &[u8]) -> Vec<u32> {
-    std::str::from_utf8(bytes)
-        .unwrap_or("")
-        .split_ascii_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 #[cfg(test)]
-#[path = "linux_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
 //! Signals and user ids: the only process-control calls into the OS (Unix).
 //!
 //! Thin, checked wrappers around `kill(2)`, `killpg(2)`, Linux pidfds, `sigaction(2)` (query
-//! only) and `getuid(2)`. Every safety rule lives in [`crate::guard`]; these only report
+//! only) and `getuid(2)`. Every safety rule lives in [`crate::enforce`]; these only report
 //! errors.
 
 use std::io;
