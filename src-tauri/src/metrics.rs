@@ -3,10 +3,11 @@
 //! app's jobs and those of `headroom guard` runs in terminals; scrapes read the rendered
 //! result only.
 
-use headroom_core::counters::CounterSource;
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use headroom_core::counters::CounterSource;
+use headroom_core::jobfile::JobFile;
 use headroom_core::sampler::Sample;
 use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
@@ -31,7 +32,8 @@ pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), Stri
     }
     let mut metrics = Metrics::new(MetricsHandle::default());
     let system = state.counters.read_system().ok();
-    metrics.update(system.as_ref(), Instant::now(), jobs(state));
+    let files = JobFile::list(&state.jobs_dir(), &state.counters);
+    metrics.update(system.as_ref(), Instant::now(), jobs(state, &files));
     let running = start(ServerConfig::at(address), metrics.handle()).map_err(|e| e.to_string())?;
     if !is_loopback(&address) {
         tracing::warn!(%address, "metrics are reachable from other machines");
@@ -40,6 +42,7 @@ pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), Stri
     *endpoint = MetricsEndpoint {
         running: Some(running),
         metrics: Some(metrics),
+        job_files: headroom_core::jobfile::Listing::default(),
     };
     Ok(())
 }
@@ -61,26 +64,34 @@ pub fn start_if_set<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
     }
 }
 
-/// Feeds one sample to the endpoint, while it runs.
+/// Feeds one sample to the endpoint, while it runs. The job files are read at most once a
+/// second ([`headroom_core::jobfile::Listing`]): samples come every 100-500 ms.
 pub fn on_sample(state: &AppState, sample: &Sample) {
-    if lock(&state.metrics).metrics.is_none() {
-        return;
-    }
-    let jobs = jobs(state);
+    let files = {
+        let mut endpoint = lock(&state.metrics);
+        if endpoint.metrics.is_none() {
+            return;
+        }
+        let dir = state.jobs_dir();
+        endpoint
+            .job_files
+            .get(Instant::now(), || JobFile::list(&dir, &state.counters))
+            .to_vec()
+    };
+    let jobs = jobs(state, &files);
     if let Some(metrics) = lock(&state.metrics).metrics.as_mut() {
         metrics.update(sample.system.as_ref(), Instant::now(), jobs);
     }
 }
 
-/// The app's jobs and those of terminal guards.
-fn jobs(state: &AppState) -> Vec<JobMetric> {
+/// The app's jobs and those of terminal guards (`files`).
+fn jobs(state: &AppState, files: &[JobFile]) -> Vec<JobMetric> {
     let mut jobs: Vec<JobMetric> = lock(&state.monitor)
         .jobs
         .views()
         .iter()
         .map(JobMetric::from_view)
         .collect();
-    let files = headroom_core::jobfile::JobFile::list(&state.jobs_dir(), &state.counters);
     jobs.extend(files.iter().map(JobMetric::from_file));
     jobs
 }

@@ -64,6 +64,8 @@ pub struct MetricsEndpoint {
     pub running: Option<headroom_serve::Running>,
     /// What it serves.
     pub metrics: Option<headroom_serve::Metrics>,
+    /// Terminal guards' job files, read at most once a second (samples come faster).
+    pub job_files: headroom_core::jobfile::Listing,
 }
 
 impl MetricsEndpoint {

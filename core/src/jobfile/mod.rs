@@ -3,7 +3,7 @@
 //! The guard writes one JSON file per job, `<dir>/<pid>-<start_time>.json` in
 //! [`crate::paths::Dirs::jobs_dir`], atomically (temporary file, then rename) each time its state
 //! changes and about once a second while it runs. The app only reads them ([`JobFile::list`])
-//! to show the job next to its own; the only files it removes are stale ones: a job that
+//! to show the job next to its own ([`Listing`] keeps one for a hot path); the only files it removes are stale ones: a job that
 //! finished more than [`FINISHED_KEEP`] ago, and a job whose process is gone while its file
 //! still says it is waiting, running or stopping (the guard crashed or was killed).
 //!
@@ -11,6 +11,8 @@
 //! [`Publisher`] is the guard's side: a [`Sink`] of the job engine. When it starts it prunes
 //! finished files: those older than [`FINISHED_KEEP`], and all but the newest
 //! [`FINISHED_KEEP_COUNT`].
+
+mod listing;
 
 use std::fs;
 use std::io;
@@ -27,6 +29,8 @@ use crate::policy::{EndReason, JobEvent, OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
 use crate::units::unix_ms;
+
+pub use self::listing::{Listing, LISTING_MAX_AGE};
 
 /// How long a finished job's file is kept for the app to show its verdict.
 pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
