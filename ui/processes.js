@@ -239,7 +239,7 @@ function toggleGuardForm(proc) {
 }
 
 /** Closes the inline guard form, if open; focus goes back to the row's Guard button. */
-export function closeGuardForm({ silent = false } = {}) {
+function closeGuardForm({ silent = false } = {}) {
   if (!guard) return;
   const { pid, row: formRow } = guard;
   guard = null;

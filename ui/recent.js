@@ -6,7 +6,7 @@ import { el, setText } from './dom.js';
 let shown = '';
 
 /** When `ms` was, for people: "5 min ago", "3 h ago", "2 d ago". */
-export function ago(ms, now = Date.now()) {
+function ago(ms, now = Date.now()) {
   const minutes = Math.max(0, Math.round((now - ms) / 60000));
   if (minutes < 1) return 'just now';
   if (minutes < 60) return `${minutes} min ago`;

@@ -92,7 +92,7 @@ function close() {
 }
 
 /** True while the settings view is shown. */
-export function settingsOpen() {
+function settingsOpen() {
   return !$('settings').hidden;
 }
 

@@ -135,20 +135,6 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
     result
 }
 
-/// Files in `dir` that [`move_aside`] put there (`*.corrupt-*`), sorted.
-pub fn moved_aside(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.to_string_lossy().contains(".corrupt-"))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
-}
-
 /// Renames a damaged file to `<name>.corrupt-<unix_seconds>` (with `-2`, `-3`, … appended if
 /// that exists) so a fresh one can take its place, and returns the new path.
 pub fn move_aside(path: &Path, unix_seconds: u64) -> io::Result<PathBuf> {

@@ -4,11 +4,9 @@
 //! (the sampler's tracked list, guards) keeps a [`ProcessIdentity`] and re-checks it before
 //! acting.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{CounterSource, Counters, FootprintRow, ProcessMemory, Result};
+use crate::counters::{CounterSource, Counters, ProcessMemory, Result};
 
 /// A process, identified so that a recycled pid never matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -75,11 +73,13 @@ impl TreeMemory {
 }
 
 /// `pid` and all its descendants, `pid` first, found by walking children. Processes that end
-/// during the walk are left out; a loop in parent links cannot hang it.
-pub fn tree_pids(counters: &Counters, pid: u32) -> Vec<u32> {
-    let mut seen = HashSet::from([pid]);
+/// during the walk are left out; a loop in parent links cannot hang it. Tests use it to find
+/// the processes they spawned; a job's members are found by [`crate::members`].
+#[cfg(test)]
+pub(crate) fn tree_pids(counters: &Counters, pid: u32) -> Vec<u32> {
+    let mut seen = std::collections::HashSet::from([pid]);
     let mut out = vec![pid];
-    let mut queue = VecDeque::from([pid]);
+    let mut queue = std::collections::VecDeque::from([pid]);
     while let Some(p) = queue.pop_front() {
         for child in counters.child_pids(p).unwrap_or_default() {
             if seen.insert(child) {
@@ -89,44 +89,6 @@ pub fn tree_pids(counters: &Counters, pid: u32) -> Vec<u32> {
         }
     }
     out
-}
-
-/// Descendants of `pid` (not `pid` itself) in a footprint scan, by parent pid.
-pub fn descendants_in(rows: &[FootprintRow], pid: u32) -> Vec<u32> {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for row in rows {
-        if row.pid != row.ppid {
-            children.entry(row.ppid).or_default().push(row.pid);
-        }
-    }
-    let mut seen = HashSet::from([pid]);
-    let mut out = Vec::new();
-    let mut queue = VecDeque::from([pid]);
-    while let Some(p) = queue.pop_front() {
-        for &child in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
-            if seen.insert(child) {
-                out.push(child);
-                queue.push_back(child);
-            }
-        }
-    }
-    out
-}
-
-/// Memory of `pid` and its descendants. Fails only if `pid` itself cannot be read; a
-/// descendant that vanished is skipped.
-pub fn tree_memory(counters: &Counters, pid: u32) -> Result<TreeMemory> {
-    let mut total = TreeMemory {
-        pid,
-        ..TreeMemory::default()
-    };
-    total.add(&counters.process_memory(pid)?);
-    for child in tree_pids(counters, pid).into_iter().skip(1) {
-        if let Ok(m) = counters.process_memory(child) {
-            total.add(&m);
-        }
-    }
-    Ok(total)
 }
 
 /// Ancestors of `pid` (parent, grandparent, … up to the root), excluding `pid`.
@@ -147,41 +109,9 @@ pub fn ancestors(counters: &Counters, pid: u32) -> Vec<u32> {
 mod tests {
     use super::*;
 
-    fn row(pid: u32, ppid: u32) -> FootprintRow {
-        FootprintRow {
-            pid,
-            ppid,
-            uid: 0,
-            name: format!("p{pid}"),
-            memory: ProcessMemory {
-                pid,
-                ..ProcessMemory::default()
-            },
-        }
-    }
-
-    #[test]
-    fn descendants_by_parent_links() {
-        let rows = vec![
-            row(1, 0),
-            row(10, 1),
-            row(11, 10),
-            row(12, 11),
-            row(20, 1),
-            row(13, 10),
-        ];
-        let mut d = descendants_in(&rows, 10);
-        d.sort_unstable();
-        assert_eq!(d, vec![11, 12, 13]);
-        assert!(descendants_in(&rows, 12).is_empty());
-        // A cycle (corrupt or racing data) terminates.
-        let cyclic = vec![row(5, 6), row(6, 5)];
-        assert_eq!(descendants_in(&cyclic, 5), vec![6]);
-    }
-
     #[cfg(target_os = "linux")]
     #[test]
-    fn real_tree_memory_includes_children() {
+    fn real_tree_and_ancestors_include_a_child() {
         let counters = Counters::new();
         let me = std::process::id();
         let mut child = std::process::Command::new("sleep")
@@ -191,13 +121,10 @@ mod tests {
         let id = ProcessIdentity::of(&counters, child.id()).unwrap();
         assert!(id.is_alive(&counters));
         let pids = tree_pids(&counters, me);
-        let tree = tree_memory(&counters, me).unwrap();
         let ancestors_of_child = ancestors(&counters, child.id());
         let _ = child.kill();
         let _ = child.wait();
         assert!(pids.contains(&child.id()));
-        assert!(tree.processes >= 2);
-        assert!(tree.footprint_bytes > 0 && tree.resident_bytes > 0);
         assert_eq!(ancestors_of_child.first(), Some(&me));
         assert!(!id.is_alive(&counters), "reaped child must not be alive");
         let recycled = ProcessIdentity {

@@ -1,5 +1,6 @@
 //! Synthetic data shared by tests and benchmarks (not part of the API).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::history::{History, METRICS};
@@ -33,4 +34,18 @@ pub fn fuzz_cases() -> u32 {
         .ok()
         .and_then(|c| c.parse().ok())
         .unwrap_or(200)
+}
+
+/// Files in `dir` that [`crate::paths::move_aside`] put there (`*.corrupt-*`), sorted.
+pub fn moved_aside(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
 }

@@ -276,7 +276,7 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, cfg: Limits) -> CommandRes
 /// Watch a process: notifications and a verdict.
 #[tauri::command]
 pub fn watch(state: State<'_, AppState>, pid: u32) -> CommandResult<UiJob> {
-    let cfg = lock(&state.settings).guard_config();
+    let cfg = lock(&state.settings).limits();
     add_job(&state, pid, JobMode::Watch, cfg)
 }
 
@@ -310,7 +310,7 @@ pub fn guard(
         swap_budget_bytes: budget,
         kill_free_percent: floor,
         on_budget,
-        ..lock(&state.settings).guard_config()
+        ..lock(&state.settings).limits()
     };
     add_job(&state, pid, JobMode::Guard, cfg)
 }

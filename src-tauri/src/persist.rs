@@ -59,7 +59,7 @@ pub fn restore(
                 let base = JobSpec {
                     command: g.command.clone(),
                     mode: g.mode,
-                    cfg: settings.guard_config(),
+                    cfg: settings.limits(),
                     poll: settings.sample_interval,
                 };
                 monitor.jobs.restore(&g, members, base);

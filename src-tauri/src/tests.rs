@@ -264,7 +264,7 @@ fn corrupt_settings_and_database_are_reported_and_replaced() {
         lock(&state.store).is_some(),
         "a fresh database replaced the corrupt one"
     );
-    let moved = headroom_core::paths::moved_aside(&dirs.config_dir);
+    let moved = headroom_core::testdata::moved_aside(&dirs.config_dir);
     assert_eq!(moved.len(), 1, "the corrupt settings file was kept aside");
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::counters::{CounterSource, Counters, ProcessInfo};
-use crate::members::{MemberSet, Members};
+use crate::members::MemberSet;
 use crate::process::{ancestors, ProcessIdentity};
 use crate::unix::signals::{self, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
 
@@ -224,20 +224,6 @@ pub fn pause_members(counters: &Counters, safety: &Safety, members: &MemberSet) 
 /// Continues every member of a paused job (SIGCONT; see [`signal_members`]).
 pub fn resume_members(counters: &Counters, safety: &Safety, members: &MemberSet) -> Vec<u32> {
     signal_members(counters, safety, members, SIGCONT)
-}
-
-/// Stops `root` and its descendants (see [`stop_members`]); refused at once when `root`
-/// itself may not be signalled.
-pub fn stop_tree(
-    counters: &Counters,
-    safety: &Safety,
-    root: ProcessIdentity,
-    grace: Duration,
-    escalate: &dyn Fn() -> bool,
-) -> Result<StopReport, Refusal> {
-    safety.check(counters, &root)?;
-    let members = MemberSet::new(Members::of_process(root));
-    Ok(stop_members(counters, safety, &members, grace, escalate))
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -2,11 +2,12 @@
 
 #![allow(clippy::unwrap_used)] // helpers of tests: a panic is a failed test
 
-use crate::counters::CounterSource;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use super::*;
+use crate::counters::CounterSource;
+use crate::members::Members;
 use crate::process::tree_pids;
 
 /// True once group `pgid` is gone (its last zombies reaped by whoever adopted them).
@@ -44,6 +45,20 @@ fn wait_for_children(counters: &Counters, pid: u32, n: usize) -> Vec<u32> {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("children of {pid} never appeared");
+}
+
+/// Stops `root` and its descendants as the engine stops a job of one process: the safety
+/// check on the root, then [`stop_members`] on its members.
+fn stop_tree(
+    counters: &Counters,
+    safety: &Safety,
+    root: ProcessIdentity,
+    grace: Duration,
+    escalate: &dyn Fn() -> bool,
+) -> Result<StopReport, Refusal> {
+    safety.check(counters, &root)?;
+    let members = MemberSet::new(Members::of_process(root));
+    Ok(stop_members(counters, safety, &members, grace, escalate))
 }
 
 #[test]

@@ -81,14 +81,6 @@ impl Sample {
             processes: has_trees.then(|| trees.iter().map(|m| m.processes).sum()),
         })
     }
-
-    /// Footprint of the tracked tree `id`, if it is still alive.
-    pub fn footprint_of(&self, id: &ProcessIdentity) -> Option<u64> {
-        self.tracked
-            .iter()
-            .find(|t| t.identity == *id)
-            .and_then(|t| t.memory.map(|m| m.footprint_bytes))
-    }
 }
 
 /// Remembers the last error so each run of failures is reported once.

@@ -273,14 +273,9 @@ impl Settings {
         Ok(())
     }
 
-    /// Validates a form's values into settings (same as [`SettingsUpdate::validate`]).
-    pub fn validate_update(update: &SettingsUpdate) -> Result<Settings, FieldError> {
-        update.validate()
-    }
-
-    /// The guard settings a new guard starts from: defaults with this budget, floor and
+    /// The limits a new job starts from: defaults with this budget, floor and
     /// notification step.
-    pub fn guard_config(&self) -> Limits {
+    pub fn limits(&self) -> Limits {
         Limits {
             swap_budget_bytes: self.default_swap_budget_bytes,
             kill_free_percent: self.default_kill_free_percent,

@@ -7,7 +7,7 @@ fn dir() -> tempfile::TempDir {
 }
 
 fn corrupt_files(dir: &Path) -> Vec<PathBuf> {
-    crate::paths::moved_aside(dir)
+    crate::testdata::moved_aside(dir)
 }
 
 #[test]
@@ -62,8 +62,8 @@ fn save_and_load_round_trip() {
         text.contains("metrics_address = \"0.0.0.0:9200\""),
         "{text}"
     );
-    assert_eq!(loaded.guard_config().tight_compressed_bytes, 3 << 30);
-    assert_eq!(loaded.guard_config().tight_free_percent, 15.0);
+    assert_eq!(loaded.limits().tight_compressed_bytes, 3 << 30);
+    assert_eq!(loaded.limits().tight_free_percent, 15.0);
     assert!(corrupt_files(path.parent().unwrap()).is_empty());
 }
 
@@ -185,7 +185,7 @@ fn form_update_validates_with_field_names() {
     assert_eq!(good.notify_step, "512M");
     assert_eq!(good.default_swap_budget, "8G");
     assert_eq!(good.default_kill_free, "10");
-    assert_eq!(Settings::validate_update(&good), Ok(Settings::default()));
+    assert_eq!(good.validate(), Ok(Settings::default()));
 
     let with = |f: &dyn Fn(&mut SettingsUpdate)| {
         let mut u = good.clone();
@@ -237,14 +237,14 @@ fn save_refuses_invalid_settings() {
 }
 
 #[test]
-fn guard_config_takes_the_defaults() {
+fn limits_take_the_defaults() {
     let s = Settings {
         default_swap_budget_bytes: 1 << 30,
         default_kill_free_percent: 5.0,
         notify_step_bytes: 1 << 20,
         ..Settings::default()
     };
-    let cfg = s.guard_config();
+    let cfg = s.limits();
     assert_eq!(cfg.swap_budget_bytes, 1 << 30);
     assert_eq!(cfg.kill_free_percent, 5.0);
     assert_eq!(cfg.notify_step_bytes, 1 << 20);

@@ -58,7 +58,7 @@ fn same(a: &[Point], b: &[Point]) -> bool {
 }
 
 fn corrupt_files(dir: &Path) -> Vec<PathBuf> {
-    crate::paths::moved_aside(dir)
+    crate::testdata::moved_aside(dir)
 }
 
 #[test]

@@ -129,8 +129,10 @@ pub fn send_group(pgid: u32, signal: i32) -> io::Result<()> {
     check(unsafe { libc::killpg(pgid, signal) })
 }
 
-/// True while any process (zombies included) is in group `pgid`.
-pub fn group_exists(pgid: u32) -> bool {
+/// True while any process (zombies included) is in group `pgid` (tests check that a stop
+/// left no process behind).
+#[cfg(test)]
+pub(crate) fn group_exists(pgid: u32) -> bool {
     match send_group(pgid, 0) {
         Ok(()) => true,
         Err(e) => e.raw_os_error() != Some(libc::ESRCH),
@@ -154,21 +156,16 @@ pub fn current_uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
-/// Our process group.
-pub fn current_pgid() -> u32 {
-    // SAFETY: getpgrp has no preconditions and cannot fail.
-    let pgid = unsafe { libc::getpgrp() };
-    u32::try_from(pgid).unwrap_or(0)
-}
-
-/// Our pid.
-pub fn current_pid() -> u32 {
-    std::process::id()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Our process group.
+    fn current_pgid() -> u32 {
+        // SAFETY: getpgrp has no preconditions and cannot fail.
+        let pgid = unsafe { libc::getpgrp() };
+        u32::try_from(pgid).unwrap_or(0)
+    }
 
     #[test]
     fn refuses_pid_zero_and_negative() {
