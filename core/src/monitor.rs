@@ -170,7 +170,7 @@ mod tests {
                 + Duration::from_secs(1_700_000_000)
                 + Duration::from_millis(seq * 500),
             since_start: Duration::from_millis(seq * 500),
-            system: Some(SystemCounters::example(swap, 38.2)),
+            system: Some(crate::testdata::system_counters(swap, 38.2)),
             tracked: Vec::new(),
             error: None,
         }

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::counters::{PressureLevel, SystemCounters};
 use crate::history::{History, METRICS};
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -48,4 +49,23 @@ pub fn moved_aside(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     out.sort();
     out
+}
+
+/// A 48 GB machine with `swap_used_bytes` of 64 GB swap in use and `free_percent` free:
+/// for tests of code that consumes counters.
+pub fn system_counters(swap_used_bytes: u64, free_percent: f64) -> SystemCounters {
+    SystemCounters {
+        total_bytes: 48 << 30,
+        free_percent,
+        pressure: Some(PressureLevel::Normal),
+        swap_used_bytes,
+        swap_total_bytes: 64 << 30,
+        compressed_bytes: Some(1 << 30),
+        wired_bytes: None,
+        app_bytes: None,
+        swapped_in_bytes: 0,
+        swapped_out_bytes: 0,
+        paged_in_bytes: 0,
+        paged_out_bytes: 0,
+    }
 }

@@ -9,13 +9,12 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use headroom_core::counters::SystemCounters;
 use headroom_serve::{start, Metrics, MetricsHandle, Running, ServerConfig};
 
 fn server(cfg: impl FnOnce(&mut ServerConfig)) -> (Running, Metrics) {
     let mut metrics = Metrics::new(MetricsHandle::default());
     metrics.update(
-        Some(&SystemCounters::example(3 << 30, 38.0)),
+        Some(&headroom_core::testdata::system_counters(3 << 30, 38.0)),
         Instant::now(),
         Vec::new(),
     );

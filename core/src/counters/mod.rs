@@ -213,28 +213,6 @@ pub struct ProcessMemory {
     pub peak_footprint_bytes: Option<u64>,
 }
 
-impl SystemCounters {
-    /// A 48 GB machine with `swap_used_bytes` of 64 GB swap in use and `free_percent` free:
-    /// for tests of code that consumes counters.
-    #[doc(hidden)]
-    pub fn example(swap_used_bytes: u64, free_percent: f64) -> Self {
-        SystemCounters {
-            total_bytes: 48 << 30,
-            free_percent,
-            pressure: Some(PressureLevel::Normal),
-            swap_used_bytes,
-            swap_total_bytes: 64 << 30,
-            compressed_bytes: Some(1 << 30),
-            wired_bytes: None,
-            app_bytes: None,
-            swapped_in_bytes: 0,
-            swapped_out_bytes: 0,
-            paged_in_bytes: 0,
-            paged_out_bytes: 0,
-        }
-    }
-}
-
 /// One row of a fast all-process footprint scan: enough to sort, show and build trees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FootprintRow {

@@ -8,7 +8,7 @@ use crate::sampler::TrackedSample;
 const MIB: u64 = 1 << 20;
 
 fn system(swap: u64, free: f64) -> SystemCounters {
-    SystemCounters::example(swap, free)
+    crate::testdata::system_counters(swap, free)
 }
 
 fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {

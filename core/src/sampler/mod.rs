@@ -19,7 +19,7 @@ use serde::Serialize;
 mod inline;
 pub use inline::InlineSampler;
 
-use crate::counters::{CounterSource, Counters, FootprintRow, Result, SystemCounters};
+use crate::counters::{CounterSource, Counters, Result, SystemCounters};
 use crate::members::MemberSet;
 use crate::process::{ProcessIdentity, TreeMemory};
 use crate::trace::{round_t, SampleRecord};
@@ -181,7 +181,6 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 #[derive(Debug)]
 pub struct Sampler {
     shared: Arc<Shared>,
-    counters: Counters,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -200,13 +199,11 @@ impl Sampler {
             }),
         });
         let loop_shared = Arc::clone(&shared);
-        let loop_counters = counters.clone();
         let thread = std::thread::Builder::new()
             .name("headroom-sampler".into())
-            .spawn(move || run_loop(&loop_shared, &loop_counters))?;
+            .spawn(move || run_loop(&loop_shared, &counters))?;
         Ok(Sampler {
             shared,
-            counters,
             thread: Some(thread),
         })
     }
@@ -255,11 +252,6 @@ impl Sampler {
     /// The current interval.
     pub fn interval(&self) -> Duration {
         lock(&self.shared.state).interval
-    }
-
-    /// A full footprint scan of every process, on demand (not on every tick).
-    pub fn scan(&self) -> Result<Vec<FootprintRow>> {
-        self.counters.scan_footprints()
     }
 
     /// Stops the loop and waits for it.
@@ -441,7 +433,6 @@ mod tests {
         assert!(after.tracked.is_empty());
         // One clock: a new interval never restarts the time.
         assert!(after.since_start > before, "{after:?} after {before:?}");
-        assert!(!sampler.scan().unwrap().is_empty());
         sampler.stop();
     }
 }

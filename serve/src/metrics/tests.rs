@@ -2,7 +2,6 @@
 
 use std::time::{Duration, Instant};
 
-use headroom_core::counters::SystemCounters;
 use headroom_core::policy::{EndReason, StopReason, Verdict};
 
 use super::*;
@@ -51,12 +50,12 @@ fn system_gauges_and_the_swap_rate() {
     let mut m = Metrics::new(MetricsHandle::default());
     let t0 = Instant::now();
     m.update(
-        Some(&SystemCounters::example(1 << 30, 38.0)),
+        Some(&headroom_core::testdata::system_counters(1 << 30, 38.0)),
         t0,
         Vec::new(),
     );
     m.update(
-        Some(&SystemCounters::example(2 << 30, 30.0)),
+        Some(&headroom_core::testdata::system_counters(2 << 30, 30.0)),
         t0 + Duration::from_secs(10),
         Vec::new(),
     );
