@@ -1,11 +1,13 @@
 //! Flags shared by `guard`, `watch` and `trace replay`: the swap budget and its limits,
-//! parsed into a validated [`Limits`].
+//! parsed into a validated [`Limits`]; [`JobArgs`] is every flag a running job has.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 use headroom_core::policy::{Limits, OnBudget, DEFAULT_MAX_PAUSES};
+
+use super::job::TraceSink;
 
 /// Budget flags (the stop rules and the verdict's tolerance).
 #[derive(Debug, Clone, Args)]
@@ -108,4 +110,33 @@ pub struct RunArgs {
     /// Print a JSON summary on stdout at the end.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Every flag a running job has (`guard`, `watch`): its budget, what happens at it, and how
+/// it runs.
+#[derive(Debug, Clone, Args)]
+pub struct JobArgs {
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
+    pub pause: PauseArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+impl JobArgs {
+    /// The limits these flags set (the start gate at its defaults).
+    pub fn limits(&self) -> Limits {
+        self.pause.apply(self.budget.config(self.run.poll))
+    }
+
+    /// The trace `--trace` asks for, created now: before the job starts, so a path that
+    /// cannot be written starts nothing.
+    pub fn trace_sink(&self, command: &str) -> anyhow::Result<Option<TraceSink>> {
+        self.run
+            .trace
+            .as_deref()
+            .map(|path| TraceSink::create(path, command, self.run.poll))
+            .transpose()
+    }
 }

@@ -19,7 +19,7 @@ use headroom_core::unix::jobctl::Terminal;
 use regex::Regex;
 use serde::Serialize;
 
-use super::budget::{BudgetArgs, PauseArgs, RunArgs};
+use super::budget::JobArgs;
 use super::job::{exit_code, print_json, say, Printer, Signals, TraceSink};
 use super::report::Report;
 
@@ -63,11 +63,7 @@ pub struct GuardArgs {
     #[arg(long, default_value = "30m", allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
     start_timeout: Duration,
     #[command(flatten)]
-    budget: BudgetArgs,
-    #[command(flatten)]
-    pause: PauseArgs,
-    #[command(flatten)]
-    run: RunArgs,
+    job: JobArgs,
     /// Write a Markdown report of the job here at the end (verdict, stages, and the chart as
     /// an SVG beside it), for CI. With $GITHUB_STEP_SUMMARY set, the report also goes there.
     #[arg(long, value_name = "FILE.md")]
@@ -117,20 +113,20 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         wait_free_percent: args.wait_free,
         quiet_for: args.quiet_for,
         start_timeout: args.start_timeout,
-        ..args.pause.apply(args.budget.config(args.run.poll))
+        ..args.job.limits()
     };
     let command_line = args.command.join(" ");
     let interrupts = Signals::install()?;
     // What can fail is done before the command starts: the trace file first.
-    let trace = args
-        .run
-        .trace
-        .as_deref()
-        .map(|path| TraceSink::create(path, &command_line, args.run.poll))
-        .transpose()?;
-    let report = Report::create(args.report.as_deref(), args.no_step_summary, args.run.poll)?;
+    let trace = args.job.trace_sink(&command_line)?;
+    let report = Report::create(
+        args.report.as_deref(),
+        args.no_step_summary,
+        args.job.run.poll,
+    )?;
 
-    if let Err(reason) = wait_for_room(&counters, &cfg, &args.busy, args.run.poll, &interrupts)? {
+    if let Err(reason) = wait_for_room(&counters, &cfg, &args.busy, args.job.run.poll, &interrupts)?
+    {
         return no_room(args, &cfg, &command_line, reason);
     }
 
@@ -141,7 +137,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         command: command_line.clone(),
         mode: JobMode::Guard,
         cfg,
-        poll: args.run.poll,
+        poll: args.job.run.poll,
     };
     let launch = Launch::Command {
         command,
@@ -153,7 +149,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         &safety,
         launch,
         spec,
-        args.run.grace,
+        args.job.run.grace,
         sinks,
         &interrupts,
     ) {
@@ -170,7 +166,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
             say(&format!("warning: the report: {e:#}"));
         }
     }
-    if args.run.json {
+    if args.job.run.json {
         print_json(&JsonOutcome {
             outcome: &outcome,
             exit_code,
@@ -211,7 +207,7 @@ fn no_room(
         Waited::Interrupted(signal) => Ok(ExitCode::from(exit_u8(128 + signal))),
         Waited::GaveUp(reason) => {
             say(&format!("never found room for {command_line}: {reason}"));
-            if args.run.json {
+            if args.job.run.json {
                 print_json(&NoRoom {
                     command: command_line,
                     waited_seconds: cfg.start_timeout.as_secs_f64(),

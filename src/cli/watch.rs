@@ -10,8 +10,8 @@ use headroom_core::enforce::Safety;
 use headroom_core::engine::drive::{self, Launch, Sink};
 use headroom_core::engine::{JobMode, JobSpec};
 
-use super::budget::{BudgetArgs, PauseArgs, RunArgs};
-use super::job::{exit_code, identity_of, print_json, Printer, Signals, TraceSink};
+use super::budget::JobArgs;
+use super::job::{exit_code, identity_of, print_json, Printer, Signals};
 
 /// Flags of `headroom watch`.
 #[derive(Debug, Args)]
@@ -31,11 +31,7 @@ pub struct WatchArgs {
     #[arg(long)]
     guard: bool,
     #[command(flatten)]
-    budget: BudgetArgs,
-    #[command(flatten)]
-    pause: PauseArgs,
-    #[command(flatten)]
-    run: RunArgs,
+    job: JobArgs,
 }
 
 /// Runs `headroom watch`.
@@ -59,12 +55,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let command = info.display_command().to_string();
-    let trace = args
-        .run
-        .trace
-        .as_deref()
-        .map(|path| TraceSink::create(path, &command, args.run.poll))
-        .transpose()?;
+    let trace = args.job.trace_sink(&command)?;
     let interrupts = Signals::install()?;
     let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(Printer::new(&command))];
     if let Some(trace) = trace {
@@ -77,20 +68,20 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         } else {
             JobMode::Watch
         },
-        cfg: args.pause.apply(args.budget.config(args.run.poll)),
-        poll: args.run.poll,
+        cfg: args.job.limits(),
+        poll: args.job.run.poll,
     };
     let outcome = drive::run(
         &counters,
         &safety,
         Launch::Process(id),
         spec,
-        args.run.grace,
+        args.job.run.grace,
         sinks,
         &interrupts,
     )?;
     let code = exit_code(&outcome.verdict.ended);
-    if args.run.json {
+    if args.job.run.json {
         print_json(&serde_json::json!({
             "command": outcome.command,
             "pid": outcome.pid,
