@@ -1,9 +1,13 @@
 //! Tests of the job engine with synthetic samples.
 
+use std::time::SystemTime;
+
 use super::*;
 use crate::counters::SystemCounters;
-use crate::process::TreeMemory;
-use crate::sampler::TrackedSample;
+use crate::enforce::StopReport;
+use crate::policy::EndReason;
+use crate::process::{ProcessIdentity, TreeMemory};
+use crate::sampler::{Sample, TrackedSample};
 
 const MIB: u64 = 1 << 20;
 
