@@ -1,5 +1,8 @@
 //! Tests for settings: defaults, file round trip, corrupt files, form validation.
 
+use std::path::PathBuf;
+
+use super::values::parse_interval;
 use super::*;
 
 fn dir() -> tempfile::TempDir {
