@@ -56,7 +56,7 @@ check('header shows free %, pressure, swap and total', async (page) => {
   assert.equal(h.total, 'of 48 GB total');
 });
 
-check('jobs: rows, badges, bar, verdicts, unguard only where allowed', async (page) => {
+check('jobs: rows, badges, bar, verdicts, Unwatch or Unguard only where allowed', async (page) => {
   await page.goto(base);
   await ready(page);
   const jobs = await page.eval(() => [...document.querySelectorAll('#jobs .job')].map((j) => ({
@@ -65,17 +65,17 @@ check('jobs: rows, badges, bar, verdicts, unguard only where allowed', async (pa
     bar: !!j.querySelector('.bar'),
     verdict: j.querySelector('.verdict')?.textContent ?? null,
     noFit: !!j.querySelector('.verdict.no-fit'),
-    unguard: !j.querySelector('.unguard').hidden,
+    release: !j.querySelector('.release').hidden,
   })));
   assert.equal(jobs.length, 5);
   const byId = Object.fromEntries(jobs.map((j) => [j.id, j]));
   assert.equal(byId['job-7'].mode, 'guard');
-  assert.ok(byId['job-7'].bar && byId['job-7'].unguard && byId['job-7'].verdict === null);
+  assert.ok(byId['job-7'].bar && byId['job-7'].release && byId['job-7'].verdict === null);
   assert.ok(!byId['job-6'].bar, 'watch jobs have no bar');
-  assert.ok(!byId['job-5'].unguard, 'external jobs are read-only');
+  assert.ok(!byId['job-5'].release, 'external jobs are read-only');
   assert.equal(byId['job-4'].verdict, "doesn't fit: swap +9.6 GB");
   assert.ok(byId['job-4'].noFit);
-  assert.ok(!byId['job-4'].unguard, 'finished jobs have nothing to unguard');
+  assert.ok(!byId['job-4'].release, 'finished jobs have nothing to release');
   assert.equal(byId['job-3'].verdict, 'fits');
 });
 
@@ -305,15 +305,15 @@ check('pause at the budget: chosen in the form; pause, resume and stop in the ro
     const row = [...document.querySelectorAll('.job')].find((j) => j.querySelector('.job-pid').textContent === 'pid 9031');
     const visible = (a) => !row.querySelector(`button[data-action="${a}"]`).hidden;
     return { id: row.dataset.id, state: row.dataset.state, pause: visible('pause'), resume: visible('resume'),
-      stop: visible('stop'), unguard: visible('unguard'), text: row.querySelector('.job-state').textContent };
+      stop: visible('stop'), release: visible('release'), text: row.querySelector('.job-state').textContent };
   });
   let r = await shown();
-  assert.deepEqual([r.state, r.pause, r.resume, r.stop, r.unguard], ['running', true, false, false, true]);
+  assert.deepEqual([r.state, r.pause, r.resume, r.stop, r.release], ['running', true, false, false, true]);
   await page.click(`.job[data-id="${r.id}"] button[data-action="pause"]`);
   await page.waitFor(() => [...document.querySelectorAll('.job')].some((j) => j.dataset.state === 'paused'));
   r = await shown();
   // Paused: resume or stop it; it cannot be let go while stopped.
-  assert.deepEqual([r.state, r.pause, r.resume, r.stop, r.unguard, r.text], ['paused', false, true, true, false, 'paused']);
+  assert.deepEqual([r.state, r.pause, r.resume, r.stop, r.release, r.text], ['paused', false, true, true, false, 'paused']);
   await page.click(`.job[data-id="${r.id}"] button[data-action="resume"]`);
   await page.waitFor(() => !document.querySelector('.job[data-state="paused"]'));
   r = await shown();
@@ -374,20 +374,20 @@ check('a running job that ends gets its verdict in place', async (page) => {
   });
   await page.waitFor(() => document.querySelector('.job[data-id="job-7"] .verdict.no-fit')?.textContent === "doesn't fit: swap +8.1 GB", { timeout: 4000 });
   const r = await page.eval(() => ({
-    unguard: !document.querySelector('.job[data-id="job-7"] .unguard').hidden,
+    release: !document.querySelector('.job[data-id="job-7"] .release').hidden,
     state: document.querySelector('.job[data-id="job-7"]').dataset.state,
   }));
-  assert.deepEqual(r, { unguard: false, state: 'stopped' });
+  assert.deepEqual(r, { release: false, state: 'stopped' });
   // Its process can be guarded again.
   await page.waitFor(() => !document.querySelector('.proc[data-pid="4242"] button[data-action="guard"]').disabled);
 });
 
-check('unguard calls unguard with the job id', async (page) => {
+check('Unwatch and Unguard call release with the job id', async (page) => {
   await page.goto(base);
   await ready(page);
-  await page.click('.job[data-id="job-7"] .unguard');
+  await page.click('.job[data-id="job-7"] .release');
   await page.waitFor(() => !document.querySelector('.job[data-id="job-7"]'));
-  const call = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'unguard').pop().args);
+  const call = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'release').pop().args);
   assert.deepEqual(call, { id: 'job-7' });
 });
 

@@ -167,8 +167,8 @@
     pause_job: ({ id }) => controlJob(id, 'running', 'paused'),
     resume_job: ({ id }) => controlJob(id, 'paused', 'running'),
     stop_job: ({ id }) => controlJob(id, null, 'stopping'),
-    unguard: ({ id }) => {
-      if (typeof id !== 'string') throw `invalid args \`id\` for command \`unguard\`: expected a string`;
+    release: ({ id }) => {
+      if (typeof id !== 'string') throw `invalid args \`id\` for command \`release\`: expected a string`;
       const i = mock.jobs.findIndex((j) => j.id === id);
       if (i < 0) throw err(`no job ${id}`);
       mock.jobs.splice(i, 1);

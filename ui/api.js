@@ -51,8 +51,8 @@ export function controlJob(action, id) {
 }
 
 /** Stop watching/guarding a job (never kills it). */
-export function unguard(id) {
-  return call('unguard', { id });
+export function release(id) {
+  return call('release', { id });
 }
 
 /** Jobs that ended, newest first, from the history database: their verdicts. */

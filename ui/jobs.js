@@ -14,13 +14,13 @@ const CONTROLS = [
   ['stop', 'Stop', 'Stop it now (SIGTERM, then SIGKILL)', (job) => job.state === 'paused'],
 ];
 
-function createRow(id, onUnguard, onControl) {
+function createRow(id, onRelease, onControl) {
   const command = el('span', { class: 'job-command' });
   const badge = el('span', { class: 'badge mode' });
-  const unguard = el('button', {
-    class: 'button small unguard', type: 'button', dataset: { action: 'unguard', id: String(id) },
+  const release = el('button', {
+    class: 'button small release', type: 'button', dataset: { action: 'release', id: String(id) },
   });
-  unguard.addEventListener('click', () => onUnguard(row.jobData, unguard));
+  release.addEventListener('click', () => onRelease(row.jobData, release));
   const controls = CONTROLS.map(([action, label, title]) => {
     const button = el('button', {
       class: `button small job-${action}`, type: 'button', text: label, dataset: { action, id: String(id) },
@@ -42,8 +42,8 @@ function createRow(id, onUnguard, onControl) {
   const peak = el('span', { class: 'job-peak num' });
   const meta = el('div', { class: 'job-meta' }, stateEl, pid, peak);
   const row = el('li', { class: 'job', dataset: { id: String(id) } },
-    el('div', { class: 'job-main' }, badge, command, ...controls, unguard), meter, meta);
-  row.parts = { command, badge, unguard, controls, meter, bar, fill, growth, verdict, stages, meta, stateEl, pid, peak };
+    el('div', { class: 'job-main' }, badge, command, ...controls, release), meter, meta);
+  row.parts = { command, badge, release, controls, meter, bar, fill, growth, verdict, stages, meta, stateEl, pid, peak };
   return row;
 }
 
@@ -60,14 +60,14 @@ function updateRow(row, job) {
     ? 'Started by `headroom guard` in a terminal (read-only here)'
     : job.mode === 'guard' ? 'Stopped if swap grows past its budget' : 'Watched: notified, never stopped');
 
-  // Unguard: only for jobs this app controls and that still run.
-  const canUnguard = !job.read_only && job.mode !== 'external' && job.state === 'running';
-  p.unguard.hidden = !canUnguard;
-  setText(p.unguard, job.mode === 'watch' ? 'Unwatch' : 'Unguard');
+  // Release (Unwatch, Unguard): only for jobs this app controls and that still run.
+  const canRelease = !job.read_only && job.mode !== 'external' && job.state === 'running';
+  p.release.hidden = !canRelease;
+  setText(p.release, job.mode === 'watch' ? 'Unwatch' : 'Unguard');
   CONTROLS.forEach(([, , , shown], i) => {
     p.controls[i].hidden = job.read_only || job.mode === 'external' || !shown(job);
   });
-  setAttr(p.unguard, 'title', job.mode === 'watch'
+  setAttr(p.release, 'title', job.mode === 'watch'
     ? 'Stop watching (the process keeps running)'
     : 'Stop guarding (the process keeps running)');
 
@@ -115,7 +115,7 @@ function updateRow(row, job) {
 }
 
 /** Renders `jobs` into #jobs, reusing rows by id. */
-export function renderJobs(jobs, { onUnguard, onControl }) {
+export function renderJobs(jobs, { onRelease, onControl }) {
   const list = document.getElementById('jobs');
   const empty = document.getElementById('jobs-empty');
   const seen = new Set();
@@ -125,7 +125,7 @@ export function renderJobs(jobs, { onUnguard, onControl }) {
     seen.add(key);
     let row = rows.get(key);
     if (!row) {
-      row = createRow(job.id, onUnguard, onControl);
+      row = createRow(job.id, onRelease, onControl);
       rows.set(key, row);
     }
     updateRow(row, job);

@@ -1,5 +1,5 @@
 // The Jobs and Processes sections: refreshing them, and what their buttons do (watch, guard,
-// unguard, pause, resume, stop), each with a toast.
+// unwatch or unguard, pause, resume, stop), each with a toast.
 
 import * as api from './api.js';
 import { errorText } from './format.js';
@@ -16,7 +16,7 @@ export async function refreshJobs() {
     const jobs = await api.getJobs();
     if (seq !== state.seq.jobs) return;
     state.jobs = Array.isArray(jobs) ? jobs : [];
-    renderJobs(state.jobs, { onUnguard, onControl });
+    renderJobs(state.jobs, { onRelease, onControl });
     succeeded('jobs');
     const recent = await api.getRecentJobs();
     if (seq !== state.seq.jobs) return;
@@ -47,11 +47,11 @@ function short(text, max = 48) {
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 
-async function onUnguard(job, button) {
+async function onRelease(job, button) {
   if (!job) return;
   button.disabled = true;
   try {
-    await api.unguard(job.id);
+    await api.release(job.id);
     toast(`${job.mode === 'watch' ? 'Stopped watching' : 'Stopped guarding'} ${short(job.command)}`, { kind: 'info' });
     await refreshJobs();
     await refreshProcesses();

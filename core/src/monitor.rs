@@ -232,12 +232,15 @@ mod tests {
         let spec = JobSpec {
             command: "python stages.py".into(),
             mode: JobMode::Watch,
-            cfg: crate::policy::Limits::default(),
+            limits: crate::policy::Limits::default(),
             poll: Duration::from_millis(500),
         };
-        let job = m
-            .jobs
-            .add(MemberSet::new(Members::of_process(id)), spec, 1 << 30);
+        let job = m.jobs.add(
+            MemberSet::new(Members::of_process(id)),
+            spec,
+            1 << 30,
+            SystemTime::now(),
+        );
         m.jobs.mark(job, "load", Duration::from_secs(50));
         m.jobs.mark(job, "decode", Duration::from_secs(53));
         for i in 100..110 {

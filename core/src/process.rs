@@ -75,7 +75,7 @@ impl TreeMemory {
 /// `pid` and all its descendants, `pid` first, found by walking children. Processes that end
 /// during the walk are left out; a loop in parent links cannot hang it. Tests use it to find
 /// the processes they spawned; a job's members are found by [`crate::members`].
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 pub(crate) fn tree_pids(counters: &Counters, pid: u32) -> Vec<u32> {
     let mut seen = std::collections::HashSet::from([pid]);
     let mut out = vec![pid];
@@ -105,11 +105,10 @@ pub fn ancestors(counters: &Counters, pid: u32) -> Vec<u32> {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
-    #[cfg(target_os = "linux")]
     #[test]
     fn real_tree_and_ancestors_include_a_child() {
         let counters = Counters::new();

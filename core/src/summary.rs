@@ -198,7 +198,7 @@ pub struct Replay {
 }
 
 /// Runs the guard's stop rules over a trace's samples, in time order.
-pub fn replay(trace: &Trace, cfg: &Limits) -> Option<Replay> {
+pub fn replay(trace: &Trace, limits: &Limits) -> Option<Replay> {
     let samples = sorted_samples(trace);
     let first = samples.first()?;
     let windows = stage_windows(trace);
@@ -212,7 +212,7 @@ pub fn replay(trace: &Trace, cfg: &Limits) -> Option<Replay> {
             footprint_bytes: Some(s.footprint),
             compressed_bytes: s.compressed,
         };
-        if let Some(reason) = job.observe(Some(cfg), &obs) {
+        if let Some(reason) = job.observe(Some(limits), &obs) {
             let stage = has_stages
                 .then(|| {
                     windows
@@ -223,7 +223,7 @@ pub fn replay(trace: &Trace, cfg: &Limits) -> Option<Replay> {
                 })
                 .flatten();
             let verdict = job.verdict(
-                cfg.fits_tolerance_bytes,
+                limits.fits_tolerance_bytes,
                 EndReason::Stopped {
                     reason: reason.clone(),
                 },
@@ -240,6 +240,6 @@ pub fn replay(trace: &Trace, cfg: &Limits) -> Option<Replay> {
         stopped_at_seconds: None,
         reason: None,
         stage: None,
-        verdict: job.verdict(cfg.fits_tolerance_bytes, EndReason::Vanished),
+        verdict: job.verdict(limits.fits_tolerance_bytes, EndReason::Vanished),
     })
 }

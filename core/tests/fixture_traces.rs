@@ -100,9 +100,9 @@ fn qwen_first_attempt_grew_swap_from_8_6_to_18_5_gb() {
     assert_eq!((s.swap_peak_bytes as f64 / GIB * 10.0).round() / 10.0, 18.5);
 }
 
-fn replay_file(path: &str, cfg: &Limits) -> headroom_core::summary::Replay {
+fn replay_file(path: &str, limits: &Limits) -> headroom_core::summary::Replay {
     let trace = read_trace(&fixtures().join(path)).unwrap();
-    replay(&trace, cfg).unwrap()
+    replay(&trace, limits).unwrap()
 }
 
 #[test]
@@ -145,11 +145,11 @@ fn replay_lets_staged_runs_finish() {
 
 #[test]
 fn replay_with_a_small_budget_stops_pixal3d_eager() {
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: 1 << 30,
         ..Limits::default()
     };
-    let r = replay_file("pixal3d-2026-10-05/eager-1.trace.jsonl", &cfg);
+    let r = replay_file("pixal3d-2026-10-05/eager-1.trace.jsonl", &limits);
     assert!(r.stopped_at_seconds.is_some());
 }
 

@@ -4,6 +4,7 @@
 //! form), `message` says what is wrong without the field's name, `text` is the whole
 //! sentence for a toast. The page places errors by `field`; it never parses the text.
 
+use headroom_core::policy::LimitsFieldError;
 use headroom_core::settings::FieldError;
 use serde::Serialize;
 
@@ -49,6 +50,12 @@ impl From<&str> for CommandError {
 
 impl From<FieldError> for CommandError {
     fn from(e: FieldError) -> Self {
+        CommandError::field(e.field.key(), e.field.label(), e.message)
+    }
+}
+
+impl From<LimitsFieldError> for CommandError {
+    fn from(e: LimitsFieldError) -> Self {
         CommandError::field(e.field.key(), e.field.label(), e.message)
     }
 }

@@ -105,8 +105,13 @@ fn past(control: Control) -> &'static str {
     }
 }
 
+/// The page's id of an engine job (`job-3`); [`job_id`] reads it back.
+pub fn page_id(id: u64) -> String {
+    format!("job-{id}")
+}
+
 /// The engine's id of a page's job id (`job-3`).
-fn job_id(id: &str) -> Result<u64, String> {
+pub fn job_id(id: &str) -> Result<u64, String> {
     id.strip_prefix("job-")
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| format!("job '{id}' is not one of the app's jobs"))

@@ -1,8 +1,8 @@
-//! Notifications (tauri-plugin-notification) and the words of each job event, shared with
-//! the CLI's lines.
+//! Notifications (tauri-plugin-notification) of each job event, in the words the CLI's lines
+//! use too (`core::engine::words`).
 //!
 //! Notifications that can be answered: the warning before a guard acts offers "Spare it"
-//! (unguard) and "Pause now"; a pause offers "Resume" and "Stop". On Linux they are the
+//! (Headroom lets go of the job) and "Pause now"; a pause offers "Resume" and "Stop". On Linux they are the
 //! freedesktop server's actions (notify-rust, D-Bus `ActionInvoked`), each answered on a
 //! thread of its own. The Tauri plugin has no desktop actions, so on macOS (unverified: no
 //! Mac here) the same notification comes without buttons, and its text says what to click
@@ -27,7 +27,7 @@ pub fn actions(event: &JobEvent) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-/// The action key that unguards a job.
+/// The action key that lets go of a job (unguards it).
 pub const SPARE: &str = "spare";
 
 /// Shows a notification for a job event, unless notifications are paused; where the

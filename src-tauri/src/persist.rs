@@ -52,17 +52,19 @@ pub fn restore(
         }
         Err(e) => tracing::warn!(error = %e, "cannot load history"),
     }
-    match store.restorable_guards(counters) {
+    match store.restorable_jobs(counters) {
         Ok(guards) => {
             for g in guards {
                 let members = MemberSet::new(Members::of_process(g.identity));
                 let base = JobSpec {
                     command: g.command.clone(),
                     mode: g.mode,
-                    cfg: settings.limits(),
+                    limits: settings.limits(),
                     poll: settings.sample_interval,
                 };
-                monitor.jobs.restore(&g, members, base);
+                monitor
+                    .jobs
+                    .restore(&g, members, base, std::time::SystemTime::now());
                 tracing::info!(pid = g.identity.pid, "job taken up again");
             }
         }
@@ -103,7 +105,7 @@ pub fn job_started(state: &AppState, job_id: u64) {
         .jobs
         .active_record(job_id, &state.boot_id);
     if let (Some(record), Some(store)) = (record, lock(&state.store).as_mut()) {
-        if let Err(e) = store.save_guard(&record) {
+        if let Err(e) = store.save_active_job(&record) {
             tracing::warn!(error = %e, "cannot save the job");
         }
     }
@@ -119,13 +121,13 @@ pub fn job_finished(state: &AppState, job_id: u64) {
         if let Err(e) = store.record_job(&record) {
             tracing::warn!(error = %e, "cannot record the job");
         }
-        let _ = store.remove_guard(record.identity);
+        let _ = store.remove_active_job(record.identity);
     }
 }
 
-/// Forgets a job the user unguarded.
+/// Forgets a job the user let go of (Unwatch, Unguard).
 pub fn job_removed(state: &AppState, identity: headroom_core::process::ProcessIdentity) {
     if let Some(store) = lock(&state.store).as_mut() {
-        let _ = store.remove_guard(identity);
+        let _ = store.remove_active_job(identity);
     }
 }

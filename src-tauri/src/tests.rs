@@ -1,5 +1,5 @@
 //! Commands through Tauri's mock runtime: status, chart windows, processes, watch/guard with
-//! validation errors, unguard, settings. Real counters, real processes.
+//! validation errors, release, settings. Real counters, real processes.
 
 use headroom_core::paths::Dirs;
 use serde_json::{json, Value};
@@ -113,7 +113,7 @@ fn processes_are_sorted_and_searchable() {
 }
 
 #[test]
-fn guard_validates_then_watch_guard_unguard() {
+fn guard_validates_then_watch_guard_release() {
     let app = app();
     let mut child = std::process::Command::new("sleep")
         .arg("30")
@@ -162,13 +162,13 @@ fn guard_validates_then_watch_guard_unguard() {
     assert_eq!(job["state"], "running");
     let jobs = call(&app, "get_jobs", json!({})).unwrap();
     assert_eq!(jobs.as_array().unwrap().len(), 1);
-    call(&app, "unguard", json!({"id": job["id"]})).unwrap();
+    call(&app, "release", json!({"id": job["id"]})).unwrap();
     assert!(call(&app, "get_jobs", json!({}))
         .unwrap()
         .as_array()
         .unwrap()
         .is_empty());
-    assert!(call(&app, "unguard", json!({"id": job["id"]})).is_err());
+    assert!(call(&app, "release", json!({"id": job["id"]})).is_err());
     // Unguard never stopped it.
     assert!(child.try_wait().unwrap().is_none());
     let _ = child.kill();
@@ -300,7 +300,7 @@ fn terminal_guards_are_listed_read_only() {
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0]["mode"], "external");
     assert_eq!(jobs[0]["read_only"], true);
-    assert!(call(&app, "unguard", json!({"id": jobs[0]["id"]})).is_err());
+    assert!(call(&app, "release", json!({"id": jobs[0]["id"]})).is_err());
 }
 
 #[test]
@@ -384,7 +384,7 @@ fn a_guard_saved_in_another_boot_is_not_taken_up() {
     }
     // The same process, as if saved before a reboot: the boot id differs.
     let db = Dirs::under(home.path()).history_db_path();
-    let conn = db_execute(&db, "UPDATE active_guards SET boot_id = 'another-boot'");
+    let conn = db_execute(&db, "UPDATE active_jobs SET boot_id = 'another-boot'");
     assert_eq!(conn, 1);
     let app = app_in(home.path());
     let jobs = call(&app, "get_jobs", json!({})).unwrap();
@@ -441,7 +441,7 @@ fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_t
         assert_eq!(jobs[0]["state"], "paused", "{jobs}");
         let id = jobs[0]["id"].clone();
         // A paused job is never let go.
-        let refused = call(&app, "unguard", json!({ "id": id })).unwrap_err();
+        let refused = call(&app, "release", json!({ "id": id })).unwrap_err();
         assert!(
             refused["text"].as_str().unwrap().contains("paused"),
             "{refused}"
@@ -665,7 +665,7 @@ fn every_command_error_reaches_the_page_typed() {
             json!({"pid": 4_000_000, "swapBudget": "8G", "killFree": "10", "onBudget": "no"}),
             Some("on_budget"),
         ),
-        ("unguard", json!({"id": "job-999"}), None),
+        ("release", json!({"id": "job-999"}), None),
         (
             "set_settings",
             json!({"settings": bad_settings}),

@@ -40,8 +40,8 @@ pub struct BudgetArgs {
 }
 
 impl BudgetArgs {
-    /// The policy config these flags describe (start-gate fields at their defaults).
-    pub fn config(&self, poll: Duration) -> Limits {
+    /// The limits these flags describe (start-gate fields at their defaults).
+    pub fn limits(&self, poll: Duration) -> Limits {
         Limits {
             swap_budget_bytes: self.swap_budget,
             swap_limit_bytes: self.swap_limit,
@@ -82,14 +82,14 @@ fn parse_on_budget(text: &str) -> Result<OnBudget, String> {
 }
 
 impl PauseArgs {
-    /// `cfg` with these choices.
-    pub fn apply(&self, cfg: Limits) -> Limits {
+    /// `limits` with these choices.
+    pub fn apply(&self, limits: Limits) -> Limits {
         Limits {
             on_budget: self.on_budget,
             max_pauses: self.max_pauses,
             resume_free_percent: self.resume_free,
             resume_calm: self.resume_calm,
-            ..cfg
+            ..limits
         }
     }
 }
@@ -127,7 +127,7 @@ pub struct JobArgs {
 impl JobArgs {
     /// The limits these flags set (the start gate at its defaults).
     pub fn limits(&self) -> Limits {
-        self.pause.apply(self.budget.config(self.run.poll))
+        self.pause.apply(self.budget.limits(self.run.poll))
     }
 
     /// The trace `--trace` asks for, created now: before the job starts, so a path that

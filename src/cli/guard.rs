@@ -109,7 +109,7 @@ pub struct JsonOutcome<'a> {
 /// Runs `headroom guard`.
 pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
-    let cfg = Limits {
+    let limits = Limits {
         wait_free_percent: args.wait_free,
         quiet_for: args.quiet_for,
         start_timeout: args.start_timeout,
@@ -125,18 +125,23 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         args.job.run.poll,
     )?;
 
-    if let Err(reason) = wait_for_room(&counters, &cfg, &args.busy, args.job.run.poll, &interrupts)?
-    {
-        return no_room(args, &cfg, &command_line, reason);
+    if let Err(reason) = wait_for_room(
+        &counters,
+        &limits,
+        &args.busy,
+        args.job.run.poll,
+        &interrupts,
+    )? {
+        return no_room(args, &limits, &command_line, reason);
     }
 
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    let sinks = sinks(&command_line, &cfg, trace, report.as_ref());
+    let sinks = sinks(&command_line, &limits, trace, report.as_ref());
     let spec = JobSpec {
         command: command_line.clone(),
         mode: JobMode::Guard,
-        cfg,
+        limits,
         poll: args.job.run.poll,
     };
     let launch = Launch::Command {
@@ -179,12 +184,17 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
 /// when asked for.
 fn sinks(
     command_line: &str,
-    cfg: &Limits,
+    limits: &Limits,
     trace: Option<TraceSink>,
     report: Option<&Report>,
 ) -> Vec<Box<dyn Sink>> {
     let jobs_dir = Dirs::current().jobs_dir();
-    let publisher = Publisher::new(jobs_dir, command_line, cfg.swap_budget_bytes, cfg.on_budget);
+    let publisher = Publisher::new(
+        jobs_dir,
+        command_line,
+        limits.swap_budget_bytes,
+        limits.on_budget,
+    );
     let mut sinks: Vec<Box<dyn Sink>> =
         vec![Box::new(Printer::new(command_line)), Box::new(publisher)];
     if let Some(trace) = trace {
@@ -199,7 +209,7 @@ fn sinks(
 /// There was never room, or the guard was interrupted while waiting: the exit code.
 fn no_room(
     args: &GuardArgs,
-    cfg: &Limits,
+    limits: &Limits,
     command_line: &str,
     reason: Waited,
 ) -> anyhow::Result<ExitCode> {
@@ -210,7 +220,7 @@ fn no_room(
             if args.job.run.json {
                 print_json(&NoRoom {
                     command: command_line,
-                    waited_seconds: cfg.start_timeout.as_secs_f64(),
+                    waited_seconds: limits.start_timeout.as_secs_f64(),
                     reason: reason.to_string(),
                     exit_code: EXIT_NO_ROOM,
                 })?;
@@ -233,7 +243,7 @@ enum Waited {
 /// or plain lines when the reason changes (not a terminal).
 fn wait_for_room(
     counters: &Counters,
-    cfg: &Limits,
+    limits: &Limits,
     busy: &[Regex],
     poll: Duration,
     interrupts: &Signals,
@@ -272,7 +282,7 @@ fn wait_for_room(
             footprint_bytes: None,
             compressed_bytes: system.compressed_bytes,
         };
-        let decision = gate.decide(cfg, &obs, busy_now.as_deref());
+        let decision = gate.decide(limits, &obs, busy_now.as_deref());
         let reason = match decision {
             StartDecision::Go => {
                 if tty && shown.is_some() {

@@ -96,8 +96,8 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
         }
         TraceCommand::Replay(args) => {
             let trace = load(&args.file)?;
-            let cfg = args.budget.config(trace_interval(&trace));
-            let r = replay(&trace, &cfg)
+            let limits = args.budget.limits(trace_interval(&trace));
+            let r = replay(&trace, &limits)
                 .with_context(|| format!("{}: no samples", args.file.display()))?;
             if args.json {
                 print_json(&r)?;

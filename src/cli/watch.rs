@@ -68,7 +68,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         } else {
             JobMode::Watch
         },
-        cfg: args.job.limits(),
+        limits: args.job.limits(),
         poll: args.job.run.poll,
     };
     let outcome = drive::run(

@@ -95,7 +95,7 @@ def test_a_terminal_guard_shows_up_read_only(driver):
     proc = subprocess.Popen([cli, "guard", "--", "sleep", "4"], stderr=subprocess.DEVNULL)
     try:
         row = wait_for(lambda: external_jobs(driver, "sleep 4"), what="the terminal job")[0]
-        assert not any(b.is_displayed() for b in row.find_elements(By.CSS_SELECTOR, ".unguard")), \
+        assert not any(b.is_displayed() for b in row.find_elements(By.CSS_SELECTOR, ".release")), \
             "read-only: no Unguard button"
         assert proc.wait(30) == 0
         verdict = wait_for(lambda: [v.get_attribute("textContent") for j in external_jobs(driver, "sleep 4")

@@ -19,7 +19,7 @@ pub(super) struct Job {
     pub(super) id: u64,
     pub(super) members: MemberSet,
     pub(super) spec: JobSpec,
-    pub(super) policy: Ledger,
+    pub(super) ledger: Ledger,
     pub(super) events: EventGate,
     pub(super) status: JobStatus,
     pub(super) stop_reason: Option<StopReason>,
@@ -28,6 +28,9 @@ pub(super) struct Job {
     pub(super) started_since: Option<Duration>,
     pub(super) growth_bytes: u64,
     pub(super) ended_at: Option<SystemTime>,
+    /// Wall time of the latest sample the job saw (its start before the first): the job's
+    /// "now" for pauses, its duration and its end. The engine reads no clock itself.
+    pub(super) seen_at: SystemTime,
     /// How the job's leader ended, once known (the exit status of a command we started).
     pub(super) exit: Option<EndReason>,
     /// The interval until this job's next check.
@@ -87,6 +90,7 @@ impl Job {
 
     /// One sample for a running job: the stop rules, events, the next check interval.
     pub(super) fn observe(&mut self, sample: &Sample, actions: &mut Vec<Action>) {
+        self.seen_at = self.seen_at.max(sample.at);
         let root = self.members.root();
         let tracked = sample.tracked.iter().find(|t| t.identity == root);
         if tracked.is_some_and(|t| t.memory.is_none()) {
@@ -112,23 +116,23 @@ impl Job {
             return;
         }
         let guarded = self.spec.mode == JobMode::Guard;
-        let growth = self.policy.budget_growth_bytes(&obs);
+        let growth = self.ledger.budget_growth_bytes(&obs);
         if guarded {
             // Look ahead to the next check, spaced by how close the budget is.
             self.check = check_interval(
-                &self.spec.cfg,
+                &self.spec.limits,
                 growth,
                 obs.swap_used_bytes,
-                self.policy.rate_bytes_per_second(),
+                self.ledger.rate_bytes_per_second(),
                 self.spec.poll,
             );
         }
-        let mut cfg = self.spec.cfg.clone();
-        cfg.lookahead = self.check;
-        let stop = self.policy.observe(guarded.then_some(&cfg), &obs);
+        let mut limits = self.spec.limits.clone();
+        limits.lookahead = self.check;
+        let stop = self.ledger.observe(guarded.then_some(&limits), &obs);
         self.record(&obs);
-        let total = self.policy.growth_bytes(&obs);
-        for event in self.events.observe(&cfg, guarded, (total, growth), &obs) {
+        let total = self.ledger.growth_bytes(&obs);
+        for event in self.events.observe(&limits, guarded, (total, growth), &obs) {
             // A warning "will be stopped at the budget" is stale when it is stopped now.
             if stop.is_some() && matches!(event, JobEvent::Warning { .. }) {
                 continue;
@@ -137,17 +141,17 @@ impl Job {
         }
         if guarded {
             self.check = check_interval(
-                &cfg,
+                &limits,
                 growth,
                 obs.swap_used_bytes,
-                self.policy.rate_bytes_per_second(),
+                self.ledger.rate_bytes_per_second(),
                 self.spec.poll,
             );
         }
         match stop {
             Some(reason)
-                if self.spec.cfg.on_budget == OnBudget::Pause
-                    && self.pauses.count < self.spec.cfg.max_pauses =>
+                if self.spec.limits.on_budget == OnBudget::Pause
+                    && self.pauses.count < self.spec.limits.max_pauses =>
             {
                 self.pause(Some(reason), actions);
             }
@@ -159,7 +163,7 @@ impl Job {
     /// A paused job's sample: figures for the verdict (no stop rule: it is not running),
     /// and a resume by itself once free memory is back and swap has stopped growing.
     pub(super) fn observe_paused(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
-        self.policy.observe(None, obs);
+        self.ledger.observe(None, obs);
         self.record(obs);
         let Some((_, calm)) = self.pauses.current.as_mut() else {
             return;
@@ -175,9 +179,9 @@ impl Job {
             calm.swap_bytes = calm.swap_bytes.min(obs.swap_used_bytes);
         }
         let calm_for = obs.t.saturating_sub(calm.since);
-        let cfg = &self.spec.cfg;
-        if let Some(free) = cfg.resume_free_percent {
-            if obs.free_percent >= free && calm_for >= cfg.resume_calm {
+        let limits = &self.spec.limits;
+        if let Some(free) = limits.resume_free_percent {
+            if obs.free_percent >= free && calm_for >= limits.resume_calm {
                 self.resume(Some(obs.free_percent), actions);
             }
         }
@@ -191,7 +195,7 @@ impl Job {
             footprint_bytes: obs.footprint_bytes,
             free_percent: obs.free_percent,
         });
-        self.growth_bytes = self.policy.peak_growth_bytes();
+        self.growth_bytes = self.ledger.peak_growth_bytes();
     }
 
     /// Pauses the job: on a crossing (`reason`), or on request.
@@ -199,19 +203,19 @@ impl Job {
         let t = self.last.map_or(Duration::ZERO, |o| o.t);
         let swap = self
             .last
-            .map_or(self.policy.swap_start_bytes(), |o| o.swap_used_bytes);
+            .map_or(self.ledger.swap_start_bytes(), |o| o.swap_used_bytes);
         self.status = JobStatus::Paused;
         self.pauses.count += 1;
         let calm = Calm {
             swap_bytes: swap,
             since: t,
         };
-        self.pauses.current = Some((SystemTime::now(), calm));
+        self.pauses.current = Some((self.seen_at, calm));
         actions.push(self.notify(JobEvent::Paused {
             reason,
             growth_bytes: self.growth_bytes,
             pause: self.pauses.count,
-            max_pauses: self.spec.cfg.max_pauses.max(self.pauses.count),
+            max_pauses: self.spec.limits.max_pauses.max(self.pauses.count),
         }));
         actions.push(Action::Pause {
             job_id: self.id,
@@ -225,12 +229,12 @@ impl Job {
         let Some((since, _)) = self.pauses.current.take() else {
             return;
         };
-        let paused = SystemTime::now().duration_since(since).unwrap_or_default();
+        let paused = self.seen_at.duration_since(since).unwrap_or_default();
         self.pauses.total += paused;
         let swap = self
             .last
-            .map_or(self.policy.swap_start_bytes(), |o| o.swap_used_bytes);
-        self.policy.rebase(swap);
+            .map_or(self.ledger.swap_start_bytes(), |o| o.swap_used_bytes);
+        self.ledger.rebase(swap);
         self.events.rearm();
         self.status = JobStatus::Running;
         self.check = self.spec.poll.min(self.check);
@@ -248,7 +252,7 @@ impl Job {
     /// Starts stopping the job (the caller signals, then calls [`Engine::stop_done`]).
     pub(super) fn stop(&mut self, reason: StopReason, actions: &mut Vec<Action>) {
         if let Some((since, _)) = self.pauses.current.take() {
-            self.pauses.total += SystemTime::now().duration_since(since).unwrap_or_default();
+            self.pauses.total += self.seen_at.duration_since(since).unwrap_or_default();
         }
         self.status = JobStatus::Stopping;
         self.stop_reason = Some(reason.clone());
@@ -264,22 +268,23 @@ impl Job {
 
     pub(super) fn finish(&mut self, ended: EndReason, actions: &mut Vec<Action>) {
         let mut verdict = self
-            .policy
-            .verdict(self.spec.cfg.fits_tolerance_bytes, ended);
-        verdict.duration = SystemTime::now()
+            .ledger
+            .verdict(self.spec.limits.fits_tolerance_bytes, ended);
+        verdict.duration = self
+            .seen_at
             .duration_since(self.started_at)
             .unwrap_or(verdict.duration);
         verdict.processes = self.members.ever();
         if verdict.fits {
-            verdict.tight = self.policy.tightness(&self.spec.cfg);
+            verdict.tight = self.ledger.tightness(&self.spec.limits);
         }
         verdict.stages = self.stages.stages().to_vec();
         verdict.pauses = self.pauses.count;
-        verdict.paused = self.pauses.total(SystemTime::now());
+        verdict.paused = self.pauses.total(self.seen_at);
         self.pauses.current = None;
         self.verdict = Some(verdict.clone());
         self.status = JobStatus::Finished;
-        self.ended_at = Some(SystemTime::now());
+        self.ended_at = Some(self.seen_at);
         actions.push(self.notify(JobEvent::Finished { verdict }));
     }
 }

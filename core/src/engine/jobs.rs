@@ -23,10 +23,17 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Adds a job over `members` with swap in use `swap_now_bytes`; returns its id. A process
-    /// that already has a running job keeps it: watch never weakens a guard (its budget
-    /// stays), guard turns a watch into a guard with the new budget.
-    pub fn add(&mut self, members: MemberSet, spec: JobSpec, swap_now_bytes: u64) -> u64 {
+    /// Adds a job over `members` with swap in use `swap_now_bytes` at wall time `at` (the
+    /// caller's clock; the engine reads none); returns its id. A process that already has a
+    /// running job keeps it: watch never weakens a guard (its budget stays), guard turns a
+    /// watch into a guard with the new budget.
+    pub fn add(
+        &mut self,
+        members: MemberSet,
+        spec: JobSpec,
+        swap_now_bytes: u64,
+        at: SystemTime,
+    ) -> u64 {
         let root = members.root();
         if let Some(existing) = self
             .jobs
@@ -35,7 +42,7 @@ impl Engine {
         {
             if spec.mode == JobMode::Guard {
                 existing.spec.mode = JobMode::Guard;
-                existing.spec.cfg = spec.cfg;
+                existing.spec.limits = spec.limits;
             }
             return existing.id;
         }
@@ -45,12 +52,13 @@ impl Engine {
             members,
             check: spec.poll,
             spec,
-            policy: Ledger::new(swap_now_bytes),
+            ledger: Ledger::new(swap_now_bytes),
             events: EventGate::default(),
             status: JobStatus::Running,
             stop_reason: None,
             verdict: None,
-            started_at: SystemTime::now(),
+            started_at: at,
+            seen_at: at,
             started_since: None,
             growth_bytes: 0,
             ended_at: None,
@@ -131,7 +139,7 @@ impl Engine {
             .map(|j| j.id)
     }
 
-    /// Removes a job (unguard / dismiss); never stops its processes. Returns its root.
+    /// Removes a job (Unwatch, Unguard); never stops its processes. Returns its root.
     pub fn remove(&mut self, id: u64) -> Option<ProcessIdentity> {
         let index = self.jobs.iter().position(|j| j.id == id)?;
         Some(self.jobs.remove(index).members.root())
@@ -244,31 +252,38 @@ impl Engine {
             command: job.spec.command.clone(),
             mode: job.spec.mode,
             started_at_ms: unix_ms(job.started_at),
-            swap_budget_bytes: job.spec.cfg.swap_budget_bytes,
-            kill_free_percent: job.spec.cfg.kill_free_percent,
-            swap_start_bytes: job.policy.swap_start_bytes(),
+            swap_budget_bytes: job.spec.limits.swap_budget_bytes,
+            kill_free_percent: job.spec.limits.kill_free_percent,
+            swap_start_bytes: job.ledger.swap_start_bytes(),
             boot_id: boot_id.to_string(),
-            on_budget: job.spec.cfg.on_budget,
+            on_budget: job.spec.limits.on_budget,
             pauses: job.pauses.count,
             paused_since_ms: job.pauses.current.map(|(at, _)| unix_ms(at)),
         })
     }
 
     /// Takes up a job saved before a restart (its process must still match; see
-    /// `Store::restorable_guards`), keeping its start time and swap baseline.
-    pub fn restore(&mut self, saved: &SavedJob, members: MemberSet, base: JobSpec) -> u64 {
+    /// `Store::restorable_jobs`) at wall time `at`, keeping its start time and swap
+    /// baseline.
+    pub fn restore(
+        &mut self,
+        saved: &SavedJob,
+        members: MemberSet,
+        base: JobSpec,
+        at: SystemTime,
+    ) -> u64 {
         let spec = JobSpec {
             command: saved.command.clone(),
             mode: saved.mode,
-            cfg: Limits {
+            limits: Limits {
                 swap_budget_bytes: saved.swap_budget_bytes,
                 kill_free_percent: saved.kill_free_percent,
                 on_budget: saved.on_budget,
-                ..base.cfg
+                ..base.limits
             },
             poll: base.poll,
         };
-        let id = self.add(members, spec, saved.swap_start_bytes);
+        let id = self.add(members, spec, saved.swap_start_bytes, at);
         if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id) {
             let at = |ms: i64| {
                 std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
@@ -309,12 +324,12 @@ impl Engine {
                 state: j.status,
                 swap_growth_bytes: j.growth_bytes,
                 swap_budget_bytes: (j.spec.mode == JobMode::Guard)
-                    .then_some(j.spec.cfg.swap_budget_bytes),
+                    .then_some(j.spec.limits.swap_budget_bytes),
                 peak_footprint_bytes: j.verdict.as_ref().and_then(|v| v.peak_footprint_bytes),
                 verdict: j.verdict.clone(),
                 started_at_ms: unix_ms(j.started_at),
                 stages: j.stages.stages().to_vec(),
-                on_budget: j.spec.cfg.on_budget,
+                on_budget: j.spec.limits.on_budget,
                 pauses: j.pauses.count,
                 paused_since_ms: j.pauses.current.map(|(at, _)| unix_ms(at)),
             })
@@ -324,7 +339,7 @@ impl Engine {
     /// True while any running job's swap is growing (for the tray's colored icon).
     pub fn any_growing(&self) -> bool {
         self.jobs.iter().any(|j| {
-            j.status == JobStatus::Running && j.growth_bytes > j.spec.cfg.fits_tolerance_bytes
+            j.status == JobStatus::Running && j.growth_bytes > j.spec.limits.fits_tolerance_bytes
         })
     }
 

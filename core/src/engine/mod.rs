@@ -12,8 +12,8 @@
 //!
 //! Files: this one holds the types callers see (modes, statuses, actions, specs, views);
 //! `jobs.rs` the [`Engine`] (every job, and the requests on them); `job.rs` one job's life;
-//! `records.rs` what persistence saves; `words.rs` the wording of events; `drive.rs` the CLI's
-//! loop.
+//! `records.rs` what persistence saves; `words.rs` the wording of events; `drive/` the CLI's
+//! driver.
 
 pub mod drive;
 mod job;
@@ -107,7 +107,7 @@ pub struct JobSpec {
     /// Watch or guard.
     pub mode: JobMode,
     /// Its budget and thresholds.
-    pub cfg: Limits,
+    pub limits: Limits,
     /// The check interval the user set (`--poll`, the app's sample interval); guarded jobs
     /// are checked faster near their budget.
     pub poll: Duration,

@@ -15,10 +15,15 @@ fn system(swap: u64, free: f64) -> SystemCounters {
     crate::testdata::system_counters(swap, free)
 }
 
+/// When the test jobs start: samples are dated from it, so the engine's durations are exact.
+fn t0() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+}
+
 fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {
     Sample {
         seq,
-        at: SystemTime::now(),
+        at: t0() + Duration::from_millis(seq * 500),
         since_start: Duration::from_millis(seq * 500),
         system: Some(system(swap, 50.0)),
         tracked: vec![TrackedSample {
@@ -39,11 +44,11 @@ fn set(id: ProcessIdentity) -> MemberSet {
     MemberSet::new(crate::members::Members::of_process(id))
 }
 
-fn spec(command: &str, mode: JobMode, cfg: Limits) -> JobSpec {
+fn spec(command: &str, mode: JobMode, limits: Limits) -> JobSpec {
     JobSpec {
         command: command.into(),
         mode,
-        cfg,
+        limits,
         poll: Duration::from_millis(500),
     }
 }
@@ -75,6 +80,7 @@ fn guard_stops_past_budget_then_reports_stopped() {
         set(id),
         spec("python gen.py", JobMode::Guard, cfg(300 * MIB)),
         1000 * MIB,
+        t0(),
     );
     assert!(jobs.on_sample(&sample(0, 1000 * MIB, id, true)).is_empty());
     let a = jobs.on_sample(&sample(1, 1150 * MIB, id, true));
@@ -127,7 +133,7 @@ fn watch_never_stops_and_judges_at_exit() {
         start_time: 1,
     };
     let mut jobs = Engine::default();
-    jobs.add(set(id), spec("sleep", JobMode::Watch, cfg(MIB)), 0);
+    jobs.add(set(id), spec("sleep", JobMode::Watch, cfg(MIB)), 0, t0());
     for seq in 0..5 {
         let a = jobs.on_sample(&sample(seq, seq * 200 * MIB, id, true));
         assert!(!a.iter().any(|x| matches!(x, Action::Stop { .. })));
@@ -153,8 +159,8 @@ fn adding_twice_upgrades_and_remove_forgets() {
         start_time: 1,
     };
     let mut jobs = Engine::default();
-    let a = jobs.add(set(id), spec("x", JobMode::Watch, cfg(MIB)), 0);
-    let b = jobs.add(set(id), spec("x", JobMode::Guard, cfg(MIB)), 0);
+    let a = jobs.add(set(id), spec("x", JobMode::Watch, cfg(MIB)), 0, t0());
+    let b = jobs.add(set(id), spec("x", JobMode::Guard, cfg(MIB)), 0, t0());
     assert_eq!(a, b);
     assert_eq!(jobs.views()[0].mode, JobMode::Guard);
     assert_eq!(jobs.remove(a), Some(id));
@@ -169,14 +175,11 @@ fn prune_drops_old_finished_jobs() {
         start_time: 1,
     };
     let mut jobs = Engine::default();
-    jobs.add(set(id), spec("x", JobMode::Watch, cfg(MIB)), 0);
+    jobs.add(set(id), spec("x", JobMode::Watch, cfg(MIB)), 0, t0());
     jobs.on_sample(&sample(0, 0, id, false));
-    jobs.prune(SystemTime::now(), Duration::from_secs(3600));
+    jobs.prune(t0(), Duration::from_secs(3600));
     assert_eq!(jobs.views().len(), 1);
-    jobs.prune(
-        SystemTime::now() + Duration::from_secs(7200),
-        Duration::from_secs(3600),
-    );
+    jobs.prune(t0() + Duration::from_secs(7200), Duration::from_secs(3600));
     assert!(jobs.views().is_empty());
 }
 
@@ -212,6 +215,7 @@ fn pause_mode_pauses_at_the_budget_and_a_resume_grants_a_new_budget() {
         set(id),
         spec("train", JobMode::Guard, pausing(300 * MIB, 3, None)),
         0,
+        t0(),
     );
     jobs.on_sample(&sample(0, 0, id, true));
     let a = jobs.on_sample(&sample(1, 350 * MIB, id, true));
@@ -292,6 +296,7 @@ fn the_crossing_after_the_last_pause_stops_the_job() {
         set(id),
         spec("render", JobMode::Guard, pausing(100 * MIB, 2, None)),
         0,
+        t0(),
     );
     let mut swap = 0;
     let mut seq = 0;
@@ -334,6 +339,7 @@ fn resume_free_waits_for_room_and_calm_swap() {
         set(id),
         spec("x", JobMode::Guard, pausing(100 * MIB, 3, Some(40.0))),
         0,
+        t0(),
     );
     jobs.on_sample(&free_sample(0, 0, 50.0, id));
     assert!(has(
@@ -381,7 +387,7 @@ fn requests_pause_resume_and_stop_a_paused_job() {
         start_time: 1,
     };
     let mut jobs = Engine::default();
-    let job = jobs.add(set(id), spec("x", JobMode::Guard, cfg(8 << 30)), 0);
+    let job = jobs.add(set(id), spec("x", JobMode::Guard, cfg(8 << 30)), 0, t0());
     jobs.on_sample(&sample(0, 0, id, true));
     let a = jobs.pause(job);
     assert!(has(&a, |x| matches!(
@@ -433,6 +439,7 @@ fn warning_says_what_happens_at_the_budget() {
         set(id),
         spec("x", JobMode::Guard, pausing(1000 * MIB, 3, None)),
         0,
+        t0(),
     );
     jobs.on_sample(&sample(0, 0, id, true));
     let a = jobs.on_sample(&sample(1, 850 * MIB, id, true));
@@ -465,6 +472,7 @@ fn a_paused_job_is_saved_and_restored_paused() {
         set(id),
         spec("x", JobMode::Guard, pausing(100 * MIB, 3, None)),
         0,
+        t0(),
     );
     jobs.on_sample(&sample(0, 0, id, true));
     jobs.on_sample(&sample(1, 150 * MIB, id, true));
@@ -474,7 +482,7 @@ fn a_paused_job_is_saved_and_restored_paused() {
     assert!(saved.paused_since_ms.is_some());
     let mut after = Engine::default();
     let base = spec("x", JobMode::Guard, Limits::default());
-    let restored = after.restore(&saved, set(id), base);
+    let restored = after.restore(&saved, set(id), base, t0());
     assert!(after.is_paused(restored));
     let view = &after.views()[0];
     assert_eq!((view.pauses, view.on_budget), (1, OnBudget::Pause));
@@ -482,4 +490,46 @@ fn a_paused_job_is_saved_and_restored_paused() {
         x,
         Action::Resume { .. }
     )));
+}
+
+#[test]
+fn pauses_and_the_duration_are_measured_on_the_samples_clock() {
+    // The engine reads no clock: a pause lasts from the sample that paused the job to the
+    // last sample before the resume, and the verdict's duration ends at the last sample.
+    let id = ProcessIdentity {
+        pid: 52,
+        start_time: 1,
+    };
+    let mut jobs = Engine::default();
+    let job = jobs.add(
+        set(id),
+        spec("train", JobMode::Guard, pausing(300 * MIB, 3, None)),
+        0,
+        t0(),
+    );
+    jobs.on_sample(&sample(0, 0, id, true));
+    jobs.on_sample(&sample(1, 350 * MIB, id, true)); // paused at 0.5 s
+    for seq in 2..10 {
+        jobs.on_sample(&sample(seq, 350 * MIB, id, true)); // the last at 4.5 s
+    }
+    let a = jobs.resume(job);
+    assert!(
+        has(&a, |x| matches!(
+            x,
+            Action::Notify { event: JobEvent::Resumed { paused, .. }, .. }
+                if *paused == Duration::from_secs(4)
+        )),
+        "{a:?}"
+    );
+    jobs.on_sample(&sample(10, 360 * MIB, id, true));
+    let a = jobs.on_sample(&sample(11, 360 * MIB, id, false)); // ends at 5.5 s
+    let Some(Action::Notify {
+        event: JobEvent::Finished { verdict },
+        ..
+    }) = a.last()
+    else {
+        panic!("{a:?}");
+    };
+    assert_eq!(verdict.paused, Duration::from_secs(4));
+    assert_eq!(verdict.duration, Duration::from_millis(5500));
 }

@@ -5,7 +5,7 @@
 //! that still covers the window and merges buckets down to at most N points for a chart.
 //! `point.rs` holds what a bucket is and how buckets merge, `tier.rs` one ring of buckets.
 //! Values are stored as `f32` (a chart needs no more) and a missing value (no compressor, no
-//! watched job) as NaN, so a full 30 days costs about 3.5 MB (see `tests/history_memory.rs`).
+//! watched job) as NaN, so a full 30 days costs about 3.5 MB (see `core/tests/history_memory.rs`).
 
 mod point;
 mod tier;

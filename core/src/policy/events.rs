@@ -83,29 +83,29 @@ impl EventGate {
     /// `budget_growth_bytes` (growth since the start, or since the last resume).
     pub fn observe(
         &mut self,
-        cfg: &Limits,
+        limits: &Limits,
         guarded: bool,
         (growth_bytes, budget_growth_bytes): (u64, u64),
         obs: &Observation,
     ) -> Vec<JobEvent> {
         let mut events = Vec::new();
-        let step = growth_bytes / cfg.notify_step_bytes.max(1);
+        let step = growth_bytes / limits.notify_step_bytes.max(1);
         let rate_ok = self
             .last_growth_event
-            .is_none_or(|at| obs.t.saturating_sub(at) >= cfg.notify_min_interval);
+            .is_none_or(|at| obs.t.saturating_sub(at) >= limits.notify_min_interval);
         if step > self.steps_reported && rate_ok {
             self.steps_reported = step;
             self.last_growth_event = Some(obs.t);
             events.push(JobEvent::SwapGrew { growth_bytes, step });
         }
-        if guarded && cfg.swap_budget_bytes > 0 {
-            let fraction = budget_growth_bytes as f64 / cfg.swap_budget_bytes as f64;
+        if guarded && limits.swap_budget_bytes > 0 {
+            let fraction = budget_growth_bytes as f64 / limits.swap_budget_bytes as f64;
             if !self.warned && fraction >= WARN_FRACTION {
                 self.warned = true;
                 events.push(JobEvent::Warning {
                     growth_bytes: budget_growth_bytes,
-                    budget_bytes: cfg.swap_budget_bytes,
-                    then: cfg.on_budget,
+                    budget_bytes: limits.swap_budget_bytes,
+                    then: limits.on_budget,
                 });
             } else if self.warned && fraction < WARN_REARM_FRACTION {
                 self.warned = false;

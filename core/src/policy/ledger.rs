@@ -78,8 +78,8 @@ impl Ledger {
         self.swap_peak_bytes.saturating_sub(self.swap_start_bytes)
     }
 
-    /// Records an observation; with a config (a guard), says whether to stop the job now.
-    pub fn observe(&mut self, cfg: Option<&Limits>, obs: &Observation) -> Option<StopReason> {
+    /// Records an observation; with limits (a guard), says whether to stop the job now.
+    pub fn observe(&mut self, limits: Option<&Limits>, obs: &Observation) -> Option<StopReason> {
         self.swap_peak_bytes = self.swap_peak_bytes.max(obs.swap_used_bytes);
         if let Some(f) = obs.footprint_bytes {
             self.peak_footprint_bytes = Some(self.peak_footprint_bytes.map_or(f, |p| p.max(f)));
@@ -93,33 +93,33 @@ impl Ledger {
             let (_, peak) = self.compressed_start_peak.get_or_insert((c, c));
             *peak = (*peak).max(c);
         }
-        let window = cfg.map_or(Duration::ZERO, |c| c.lookahead);
+        let window = limits.map_or(Duration::ZERO, |c| c.lookahead);
         let rate = self.swap_rate(obs, window);
         self.rate_bytes_per_second = rate;
-        let cfg = cfg?;
+        let limits = limits?;
         let growth = self.budget_growth_bytes(obs);
-        if growth > cfg.swap_budget_bytes {
+        if growth > limits.swap_budget_bytes {
             return Some(StopReason::SwapBudget {
                 growth_bytes: growth,
-                budget_bytes: cfg.swap_budget_bytes,
+                budget_bytes: limits.swap_budget_bytes,
             });
         }
         // One burst, or a late check right after an early one, must not stop a job that
         // fits: the rate spans at least the look-ahead, and the crossing must hold twice.
-        let projected = growth as f64 + rate * cfg.lookahead.as_secs_f64();
-        if projected > cfg.swap_budget_bytes as f64 {
+        let projected = growth as f64 + rate * limits.lookahead.as_secs_f64();
+        if projected > limits.swap_budget_bytes as f64 {
             self.projected_crossings += 1;
             if self.projected_crossings >= PROJECTED_CROSSINGS {
                 return Some(StopReason::SwapBudgetProjected {
                     growth_bytes: growth,
                     rate_bytes_per_second: rate as u64,
-                    budget_bytes: cfg.swap_budget_bytes,
+                    budget_bytes: limits.swap_budget_bytes,
                 });
             }
         } else {
             self.projected_crossings = 0;
         }
-        if let Some(limit) = cfg.swap_limit_bytes {
+        if let Some(limit) = limits.swap_limit_bytes {
             if obs.swap_used_bytes > limit {
                 return Some(StopReason::SwapLimit {
                     used_bytes: obs.swap_used_bytes,
@@ -127,12 +127,12 @@ impl Ledger {
                 });
             }
         }
-        if obs.free_percent < cfg.kill_free_percent {
+        if obs.free_percent < limits.kill_free_percent {
             self.low_free_strikes += 1;
             if self.low_free_strikes >= LOW_FREE_STRIKES {
                 return Some(StopReason::LowFree {
                     free_percent: obs.free_percent,
-                    floor_percent: cfg.kill_free_percent,
+                    floor_percent: limits.kill_free_percent,
                 });
             }
         } else {
@@ -168,15 +168,15 @@ impl Ledger {
     }
 
     /// Why a run that fits was on the edge, if it was: compressed memory grew past
-    /// `cfg.tight_compressed_bytes`, or free memory fell under `cfg.tight_free_percent`.
-    pub fn tightness(&self, cfg: &Limits) -> Option<Tightness> {
+    /// `limits.tight_compressed_bytes`, or free memory fell under `limits.tight_free_percent`.
+    pub fn tightness(&self, limits: &Limits) -> Option<Tightness> {
         let compressed = self
             .compressed_start_peak
             .map(|(start, peak)| peak.saturating_sub(start))
-            .filter(|&g| g > cfg.tight_compressed_bytes);
+            .filter(|&g| g > limits.tight_compressed_bytes);
         let low = self
             .lowest_free_percent
-            .filter(|&l| l < cfg.tight_free_percent);
+            .filter(|&l| l < limits.tight_free_percent);
         (compressed.is_some() || low.is_some()).then_some(Tightness {
             compressed_growth_bytes: compressed,
             lowest_free_percent: low,

@@ -3,7 +3,7 @@
 //!
 //! Nothing here reads the clock or the OS: callers feed observations (`t` since the job's
 //! start, swap, free %, footprint) and act on what comes back, so every rule is table-tested
-//! with recorded samples, including real macOS traces (`tests/fixtures/macos-traces`).
+//! with recorded samples, including real macOS traces (`core/tests/fixtures/macos-traces`).
 
 use std::time::Duration;
 
@@ -72,14 +72,14 @@ const RATE_HISTORY: Duration = Duration::from_secs(10);
 /// fast, never under [`MIN_CHECK_INTERVAL`]. Time to the budget (or the swap limit) at the
 /// observed rate, or at least [`ASSUMED_FILL_BYTES_PER_SECOND`], split into four checks.
 pub fn check_interval(
-    cfg: &Limits,
+    limits: &Limits,
     growth_bytes: u64,
     swap_used_bytes: u64,
     rate_bytes_per_second: f64,
     base: Duration,
 ) -> Duration {
-    let mut remaining = cfg.swap_budget_bytes.saturating_sub(growth_bytes);
-    if let Some(limit) = cfg.swap_limit_bytes {
+    let mut remaining = limits.swap_budget_bytes.saturating_sub(growth_bytes);
+    if let Some(limit) = limits.swap_limit_bytes {
         remaining = remaining.min(limit.saturating_sub(swap_used_bytes));
     }
     let rate = rate_bytes_per_second.max(ASSUMED_FILL_BYTES_PER_SECOND);
@@ -184,12 +184,14 @@ pub struct Observation {
 }
 
 mod events;
+mod form;
 mod ledger;
 mod reasons;
 mod start;
 mod verdict;
 
 pub use events::{EventGate, JobEvent};
+pub use form::{LimitsField, LimitsFieldError, LimitsForm};
 pub use ledger::Ledger;
 pub use reasons::{EndReason, StopReason};
 pub use start::{StartDecision, StartGate, WaitReason};

@@ -93,39 +93,39 @@ impl StartGate {
     /// none may be seen for `quiet_for`.
     pub fn decide(
         &mut self,
-        cfg: &Limits,
+        limits: &Limits,
         obs: &Observation,
         busy_now: Option<&str>,
     ) -> StartDecision {
         if let Some(command) = busy_now {
             self.last_busy = Some((obs.t, command.to_string()));
         }
-        let over_limit = cfg
+        let over_limit = limits
             .swap_limit_bytes
-            .filter(|&limit| obs.swap_used_bytes.saturating_add(cfg.swap_budget_bytes) > limit);
-        let reason = if obs.free_percent < cfg.wait_free_percent {
+            .filter(|&limit| obs.swap_used_bytes.saturating_add(limits.swap_budget_bytes) > limit);
+        let reason = if obs.free_percent < limits.wait_free_percent {
             Some(WaitReason::LowFree {
                 free_percent: obs.free_percent,
-                need_percent: cfg.wait_free_percent,
+                need_percent: limits.wait_free_percent,
             })
         } else if let Some(limit_bytes) = over_limit {
             Some(WaitReason::SwapLimit {
                 used_bytes: obs.swap_used_bytes,
-                budget_bytes: cfg.swap_budget_bytes,
+                budget_bytes: limits.swap_budget_bytes,
                 limit_bytes,
             })
         } else {
             self.last_busy.as_ref().and_then(|(at, command)| {
                 let quiet = obs.t.saturating_sub(*at);
-                (busy_now.is_some() || quiet < cfg.quiet_for).then(|| WaitReason::Busy {
+                (busy_now.is_some() || quiet < limits.quiet_for).then(|| WaitReason::Busy {
                     command: command.clone(),
-                    quiet_left: cfg.quiet_for.saturating_sub(quiet),
+                    quiet_left: limits.quiet_for.saturating_sub(quiet),
                 })
             })
         };
         match reason {
             None => StartDecision::Go,
-            Some(r) if obs.t >= cfg.start_timeout => StartDecision::GiveUp(r),
+            Some(r) if obs.t >= limits.start_timeout => StartDecision::GiveUp(r),
             Some(r) => StartDecision::Wait(r),
         }
     }

@@ -17,7 +17,7 @@ fn obs(t_ms: u64, swap: u64, free: f64) -> Observation {
 
 #[test]
 fn start_gate_table() {
-    let cfg = Limits::default();
+    let limits = Limits::default();
     // (t ms, free %, busy command, expected) in sequence on one gate.
     type Step = (u64, f64, Option<&'static str>, &'static str);
     let steps: &[Step] = &[
@@ -29,7 +29,7 @@ fn start_gate_table() {
     ];
     let mut gate = StartGate::default();
     for (t, free, busy, want) in steps {
-        let got = match gate.decide(&cfg, &obs(*t, 0, *free), *busy) {
+        let got = match gate.decide(&limits, &obs(*t, 0, *free), *busy) {
             StartDecision::Go => "go",
             StartDecision::Wait(WaitReason::LowFree { .. }) => "wait:low",
             StartDecision::Wait(WaitReason::Busy { .. }) => "wait:busy",
@@ -41,20 +41,20 @@ fn start_gate_table() {
 
 #[test]
 fn start_gate_goes_at_once_without_busy_and_gives_up_at_timeout() {
-    let cfg = Limits {
+    let limits = Limits {
         start_timeout: Duration::from_secs(2),
         ..Limits::default()
     };
     assert_eq!(
-        StartGate::default().decide(&cfg, &obs(0, 0, 41.0), None),
+        StartGate::default().decide(&limits, &obs(0, 0, 41.0), None),
         StartDecision::Go
     );
     let mut gate = StartGate::default();
     assert!(matches!(
-        gate.decide(&cfg, &obs(1999, 0, 5.0), None),
+        gate.decide(&limits, &obs(1999, 0, 5.0), None),
         StartDecision::Wait(_)
     ));
-    let d = gate.decide(&cfg, &obs(2000, 0, 5.0), None);
+    let d = gate.decide(&limits, &obs(2000, 0, 5.0), None);
     assert!(
         matches!(d, StartDecision::GiveUp(WaitReason::LowFree { .. })),
         "{d:?}"
@@ -63,26 +63,26 @@ fn start_gate_goes_at_once_without_busy_and_gives_up_at_timeout() {
 
 #[test]
 fn start_gate_waits_while_swap_plus_budget_passes_the_limit() {
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: 2 * GIB,
         swap_limit_bytes: Some(10 * GIB),
         ..Limits::default()
     };
     let mut gate = StartGate::default();
-    let d = gate.decide(&cfg, &obs(0, 9 * GIB, 90.0), None);
+    let d = gate.decide(&limits, &obs(0, 9 * GIB, 90.0), None);
     assert!(
         matches!(d, StartDecision::Wait(WaitReason::SwapLimit { .. })),
         "{d:?}"
     );
     assert_eq!(
-        gate.decide(&cfg, &obs(500, 8 * GIB, 90.0), None),
+        gate.decide(&limits, &obs(500, 8 * GIB, 90.0), None),
         StartDecision::Go
     );
 }
 
 #[test]
 fn stop_rules_table() {
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: 100 * MIB,
         swap_limit_bytes: Some(5 * GIB),
         lookahead: Duration::ZERO,
@@ -113,7 +113,7 @@ fn stop_rules_table() {
         let mut job = Ledger::new(*start);
         let mut got = None;
         for (k, (swap, free)) in seq.iter().enumerate() {
-            if let Some(r) = job.observe(Some(&cfg), &obs(k as u64 * 500, *swap, *free)) {
+            if let Some(r) = job.observe(Some(&limits), &obs(k as u64 * 500, *swap, *free)) {
                 let kind = match r {
                     StopReason::SwapBudget { .. } => "budget",
                     StopReason::SwapBudgetProjected { .. } => "projected",
@@ -131,22 +131,25 @@ fn stop_rules_table() {
 
 #[test]
 fn fast_growth_stops_before_passing_the_budget() {
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: GIB,
         ..Limits::default()
     };
     let mut job = Ledger::new(0);
-    assert_eq!(job.observe(Some(&cfg), &obs(0, 0, 50.0)), None);
-    assert_eq!(job.observe(Some(&cfg), &obs(500, 300 * MIB, 50.0)), None);
+    assert_eq!(job.observe(Some(&limits), &obs(0, 0, 50.0)), None);
+    assert_eq!(job.observe(Some(&limits), &obs(500, 300 * MIB, 50.0)), None);
     // 700 MiB growth at 800 MiB/s: 0.5 s more would pass 1 GiB; once is not enough.
-    assert_eq!(job.observe(Some(&cfg), &obs(1000, 700 * MIB, 50.0)), None);
+    assert_eq!(
+        job.observe(Some(&limits), &obs(1000, 700 * MIB, 50.0)),
+        None
+    );
     // Still 950 MiB, under the budget, at 500 MiB/s: the second crossing in a row stops it.
-    let r = job.observe(Some(&cfg), &obs(1500, 950 * MIB, 50.0));
+    let r = job.observe(Some(&limits), &obs(1500, 950 * MIB, 50.0));
     assert!(
         matches!(r, Some(StopReason::SwapBudgetProjected { .. })),
         "{r:?}"
     );
-    // Watch mode (no config) never stops.
+    // Watch mode (no limits) never stops.
     let mut watch = Ledger::new(0);
     assert_eq!(watch.observe(None, &obs(0, 100 * GIB, 1.0)), None);
 }
@@ -194,13 +197,18 @@ fn verdicts() {
 
 #[test]
 fn growth_events_have_hysteresis() {
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: 2 * GIB,
         ..Limits::default()
     };
     let mut gate = EventGate::default();
     let count = |gate: &mut EventGate, t_s: u64, growth: u64| {
-        gate.observe(&cfg, true, (growth, growth), &obs(t_s * 1000, growth, 50.0))
+        gate.observe(
+            &limits,
+            true,
+            (growth, growth),
+            &obs(t_s * 1000, growth, 50.0),
+        )
     };
     assert!(count(&mut gate, 0, 100 * MIB).is_empty());
     let e = count(&mut gate, 1, 600 * MIB);
@@ -227,7 +235,7 @@ fn growth_events_have_hysteresis() {
 
 #[test]
 fn budget_warning_once_until_rearmed() {
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: 1000 * MIB,
         notify_step_bytes: 100 * GIB,
         ..Limits::default()
@@ -245,7 +253,7 @@ fn budget_warning_once_until_rearmed() {
         (7, 820),
     ] {
         let ev = gate.observe(
-            &cfg,
+            &limits,
             true,
             (growth * MIB, growth * MIB),
             &obs(t * 1000, 0, 50.0),
@@ -260,7 +268,7 @@ fn budget_warning_once_until_rearmed() {
     // Watch (not guarded): no warnings.
     let mut watch = EventGate::default();
     assert!(watch
-        .observe(&cfg, false, (990 * MIB, 990 * MIB), &obs(0, 0, 50.0))
+        .observe(&limits, false, (990 * MIB, 990 * MIB), &obs(0, 0, 50.0))
         .is_empty());
 }
 
@@ -281,7 +289,7 @@ fn reasons_read_well() {
 #[test]
 fn a_one_sample_burst_that_fits_is_not_stopped() {
     // 100 ms checks near a 200 MiB budget; swap jumps 150 MiB in one check, then stays.
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: 200 * MIB,
         lookahead: Duration::from_millis(100),
         ..Limits::default()
@@ -289,20 +297,30 @@ fn a_one_sample_burst_that_fits_is_not_stopped() {
     let mut job = Ledger::new(0);
     let mut t = 0;
     for swap in [0, 0, 0, 150 * MIB, 150 * MIB, 150 * MIB, 150 * MIB] {
-        assert_eq!(job.observe(Some(&cfg), &obs(t, swap, 50.0)), None, "t={t}");
+        assert_eq!(
+            job.observe(Some(&limits), &obs(t, swap, 50.0)),
+            None,
+            "t={t}"
+        );
         t += 100;
     }
     // A late wake-up right after an early one: 20 MiB in 5 ms is 4 GiB/s over one gap, but
     // the rate spans the look-ahead at least, and it does not hold.
-    assert_eq!(job.observe(Some(&cfg), &obs(t - 95, 170 * MIB, 50.0)), None);
     assert_eq!(
-        job.observe(Some(&cfg), &obs(t + 100, 170 * MIB, 50.0)),
+        job.observe(Some(&limits), &obs(t - 95, 170 * MIB, 50.0)),
+        None
+    );
+    assert_eq!(
+        job.observe(Some(&limits), &obs(t + 100, 170 * MIB, 50.0)),
         None
     );
     // Growth that keeps going is still stopped before the budget.
     let mut stopped = None;
     for (k, swap) in [186, 199].into_iter().enumerate() {
-        stopped = job.observe(Some(&cfg), &obs(t + 200 + 100 * k as u64, swap * MIB, 50.0));
+        stopped = job.observe(
+            Some(&limits),
+            &obs(t + 200 + 100 * k as u64, swap * MIB, 50.0),
+        );
         if stopped.is_some() {
             break;
         }
@@ -315,7 +333,7 @@ fn a_one_sample_burst_that_fits_is_not_stopped() {
 
 #[test]
 fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
-    let cfg = Limits {
+    let limits = Limits {
         swap_budget_bytes: 8 * GIB,
         ..Limits::default()
     };
@@ -332,24 +350,30 @@ fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
     ];
     for &(growth, rate, want) in cases {
         assert_eq!(
-            ms(check_interval(&cfg, growth, growth, rate, base)),
+            ms(check_interval(&limits, growth, growth, rate, base)),
             want,
             "growth {growth}, rate {rate}"
         );
     }
     // Never slower than the poll, never faster than the floor.
     assert_eq!(
-        ms(check_interval(&cfg, 0, 0, 0.0, Duration::from_secs(5))),
+        ms(check_interval(&limits, 0, 0, 0.0, Duration::from_secs(5))),
         2000
     );
     assert_eq!(
-        ms(check_interval(&cfg, 0, 0, 0.0, Duration::from_millis(10))),
+        ms(check_interval(
+            &limits,
+            0,
+            0,
+            0.0,
+            Duration::from_millis(10)
+        )),
         100
     );
     // A swap limit closer than the budget counts.
     let limited = Limits {
         swap_limit_bytes: Some(GIB),
-        ..cfg.clone()
+        ..limits.clone()
     };
     assert_eq!(
         ms(check_interval(&limited, 0, GIB - GIB / 4, 0.0, base)),
@@ -359,8 +383,8 @@ fn check_interval_shortens_near_the_budget_and_when_growing_fast() {
 
 #[test]
 fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
-    let cfg = Limits::default(); // 2 GiB of compressed growth, 20 % free
-                                 // (compressed GiB per reading, free % per reading, expected words)
+    let limits = Limits::default(); // 2 GiB of compressed growth, 20 % free
+                                    // (compressed GiB per reading, free % per reading, expected words)
     let cases: &[(&[u64], &[f64], Option<&str>)] = &[
         (&[1, 2, 3], &[60.0, 50.0, 55.0], None),
         (&[1, 4, 2], &[60.0, 50.0, 55.0], Some("compressed +3.0 GB")),
@@ -382,7 +406,7 @@ fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
                 },
             );
         }
-        let words = job.tightness(&cfg).map(|t| t.to_string());
+        let words = job.tightness(&limits).map(|t| t.to_string());
         assert_eq!(words.as_deref(), *want, "{compressed:?} {free:?}");
     }
     // In a verdict: "tight" instead of "fits", with the reasons; still a success.
@@ -402,7 +426,7 @@ fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
         },
     );
     let mut v = job.verdict(64 * MIB, EndReason::Exited { code: 0 });
-    v.tight = job.tightness(&cfg);
+    v.tight = job.tightness(&limits);
     assert!(v.fits);
     assert!(
         v.to_string()

@@ -247,11 +247,14 @@ fn limits_take_the_defaults() {
         notify_step_bytes: 1 << 20,
         ..Settings::default()
     };
-    let cfg = s.limits();
-    assert_eq!(cfg.swap_budget_bytes, 1 << 30);
-    assert_eq!(cfg.kill_free_percent, 5.0);
-    assert_eq!(cfg.notify_step_bytes, 1 << 20);
-    assert_eq!(cfg.wait_free_percent, Limits::default().wait_free_percent);
+    let limits = s.limits();
+    assert_eq!(limits.swap_budget_bytes, 1 << 30);
+    assert_eq!(limits.kill_free_percent, 5.0);
+    assert_eq!(limits.notify_step_bytes, 1 << 20);
+    assert_eq!(
+        limits.wait_free_percent,
+        Limits::default().wait_free_percent
+    );
 }
 
 #[test]

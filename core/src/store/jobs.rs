@@ -1,10 +1,10 @@
 //! Finished jobs and the watches and guards to take up again after a restart: the `jobs` and
-//! `active_guards` tables of the [`Store`].
+//! `active_jobs` tables of the [`Store`].
 
 use rusqlite::{params, Row};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, GUARD_COLUMNS, JOB_COLUMNS};
+use super::{Store, StoreError, ACTIVE_JOB_COLUMNS, JOB_COLUMNS};
 use crate::counters::{CounterSource, Counters};
 use crate::policy::OnBudget;
 use crate::process::ProcessIdentity;
@@ -91,43 +91,43 @@ impl Store {
     }
 
     /// Saves (or replaces) a running watch or guard.
-    pub fn save_guard(&mut self, guard: &SavedJob) -> Result<(), StoreError> {
+    pub fn save_active_job(&mut self, job: &SavedJob) -> Result<(), StoreError> {
         self.conn.execute(
             &format!(
-                "INSERT OR REPLACE INTO active_guards ({GUARD_COLUMNS}) \
+                "INSERT OR REPLACE INTO active_jobs ({ACTIVE_JOB_COLUMNS}) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
             ),
             params![
-                guard.identity.pid,
-                guard.identity.start_time,
-                guard.command,
-                guard.mode.as_str(),
-                guard.started_at_ms,
-                guard.swap_budget_bytes,
-                guard.kill_free_percent,
-                guard.swap_start_bytes,
-                guard.boot_id,
-                guard.on_budget.as_str(),
-                guard.pauses,
-                guard.paused_since_ms,
+                job.identity.pid,
+                job.identity.start_time,
+                job.command,
+                job.mode.as_str(),
+                job.started_at_ms,
+                job.swap_budget_bytes,
+                job.kill_free_percent,
+                job.swap_start_bytes,
+                job.boot_id,
+                job.on_budget.as_str(),
+                job.pauses,
+                job.paused_since_ms,
             ],
         )?;
         Ok(())
     }
 
     /// Forgets a watch or guard (its job ended or was released). True if it was saved.
-    pub fn remove_guard(&mut self, identity: ProcessIdentity) -> Result<bool, StoreError> {
+    pub fn remove_active_job(&mut self, identity: ProcessIdentity) -> Result<bool, StoreError> {
         let n = self.conn.execute(
-            "DELETE FROM active_guards WHERE pid = ?1 AND start_time = ?2",
+            "DELETE FROM active_jobs WHERE pid = ?1 AND start_time = ?2",
             params![identity.pid, identity.start_time],
         )?;
         Ok(n > 0)
     }
 
     /// Every saved watch and guard, oldest first, alive or not.
-    pub fn active_guards(&self) -> Result<Vec<SavedJob>, StoreError> {
+    pub fn active_jobs(&self) -> Result<Vec<SavedJob>, StoreError> {
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT {GUARD_COLUMNS} FROM active_guards ORDER BY started_at_ms, pid"
+            "SELECT {ACTIVE_JOB_COLUMNS} FROM active_jobs ORDER BY started_at_ms, pid"
         ))?;
         let rows = stmt.query_map([], |row| {
             let (identity, command) = identity_command_at(row, 0)?;
@@ -162,15 +162,15 @@ impl Store {
 
     /// The saved watches and guards of this boot whose process is still the same one (pid and
     /// start time), deleting the others (another boot's, gone, recycled). Taking them up again is the caller's job.
-    pub fn restorable_guards(&mut self, counters: &Counters) -> Result<Vec<SavedJob>, StoreError> {
+    pub fn restorable_jobs(&mut self, counters: &Counters) -> Result<Vec<SavedJob>, StoreError> {
         // Without a boot id to compare, nothing saved can be trusted to name the same process.
         let boot_id = counters.boot_id().ok();
-        let (alive, gone): (Vec<_>, Vec<_>) = self.active_guards()?.into_iter().partition(|g| {
+        let (alive, gone): (Vec<_>, Vec<_>) = self.active_jobs()?.into_iter().partition(|g| {
             boot_id.as_deref() == Some(g.boot_id.as_str())
                 && g.identity.alive(counters).unwrap_or(false)
         });
-        for guard in &gone {
-            self.remove_guard(guard.identity)?;
+        for job in &gone {
+            self.remove_active_job(job.identity)?;
         }
         Ok(alive)
     }

@@ -1,5 +1,5 @@
-//! SQLite persistence: minute history for 30 days, finished jobs, and the guards to restore
-//! after a restart.
+//! SQLite persistence: minute history for 30 days, finished jobs, and the running jobs
+//! (watched or guarded) to take up again after a restart.
 //!
 //! One file, `history.db` in the data folder ([`crate::paths::Dirs::history_db_path`]), in WAL mode so the CLI can read while
 //! the app writes. The schema is versioned with `PRAGMA user_version` and migrated forward on
@@ -31,7 +31,7 @@ pub use jobs::JobRecord;
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
@@ -76,11 +76,16 @@ ALTER TABLE active_guards ADD COLUMN on_budget TEXT NOT NULL DEFAULT 'stop'
 ALTER TABLE active_guards ADD COLUMN pauses INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE active_guards ADD COLUMN paused_since_ms INTEGER;
 ",
+    // Watches are saved there too: the table is every running job to take up again.
+    r"
+ALTER TABLE active_guards RENAME TO active_jobs;
+",
 ];
 
 const JOB_COLUMNS: &str = "id, pid, start_time, command, mode, started_at_ms, ended_at_ms, \
      fits, swap_growth_bytes, peak_footprint_bytes, verdict_json";
-const GUARD_COLUMNS: &str = "pid, start_time, command, mode, started_at_ms, swap_budget_bytes, \
+const ACTIVE_JOB_COLUMNS: &str =
+    "pid, start_time, command, mode, started_at_ms, swap_budget_bytes, \
      kill_free_percent, swap_start_bytes, boot_id, on_budget, pauses, paused_since_ms";
 
 /// Why the store failed. The database file is left as it was.
@@ -264,7 +269,7 @@ impl Store {
         for sql in [
             format!("SELECT start_ms, {history} FROM history_minutes LIMIT 0"),
             format!("SELECT {JOB_COLUMNS} FROM jobs LIMIT 0"),
-            format!("SELECT {GUARD_COLUMNS} FROM active_guards LIMIT 0"),
+            format!("SELECT {ACTIVE_JOB_COLUMNS} FROM active_jobs LIMIT 0"),
         ] {
             conn.prepare(&sql).map_err(mismatch)?;
         }

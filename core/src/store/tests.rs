@@ -363,17 +363,17 @@ fn guards_save_replace_remove() {
         pid: 100,
         start_time: 6,
     };
-    store.save_guard(&guard(a, 8 << 30)).unwrap();
-    store.save_guard(&guard(b, 8 << 30)).unwrap();
-    store.save_guard(&guard(a, 4 << 30)).unwrap(); // replaces
-    let all = store.active_guards().unwrap();
+    store.save_active_job(&guard(a, 8 << 30)).unwrap();
+    store.save_active_job(&guard(b, 8 << 30)).unwrap();
+    store.save_active_job(&guard(a, 4 << 30)).unwrap(); // replaces
+    let all = store.active_jobs().unwrap();
     assert_eq!(all.len(), 2);
     assert_eq!(
         all.iter().find(|g| g.identity == a),
         Some(&guard(a, 4 << 30))
     );
-    assert!(store.remove_guard(a).unwrap());
-    assert!(!store.remove_guard(a).unwrap());
+    assert!(store.remove_active_job(a).unwrap());
+    assert!(!store.remove_active_job(a).unwrap());
     // A paused guard keeps its choice, its pauses and since when it is paused.
     let paused = SavedJob {
         on_budget: OnBudget::Pause,
@@ -381,10 +381,10 @@ fn guards_save_replace_remove() {
         paused_since_ms: Some(BASE_MS + 5000),
         ..guard(b, 8 << 30)
     };
-    store.save_guard(&paused).unwrap();
+    store.save_active_job(&paused).unwrap();
     drop(store);
     let store = open(&path);
-    assert_eq!(store.active_guards().unwrap(), vec![paused]);
+    assert_eq!(store.active_jobs().unwrap(), vec![paused]);
 }
 
 #[test]
@@ -400,13 +400,34 @@ fn restorable_guards_keep_only_live_processes() {
         pid: me.pid,
         start_time: me.start_time.wrapping_add(1),
     };
-    store.save_guard(&guard(me, 8 << 30)).unwrap();
-    store.save_guard(&guard(recycled, 8 << 30)).unwrap();
-    let live = store.restorable_guards(&counters).unwrap();
+    store.save_active_job(&guard(me, 8 << 30)).unwrap();
+    store.save_active_job(&guard(recycled, 8 << 30)).unwrap();
+    let live = store.restorable_jobs(&counters).unwrap();
     assert_eq!(live, vec![guard(me, 8 << 30)]);
     assert_eq!(
-        store.active_guards().unwrap(),
+        store.active_jobs().unwrap(),
         live,
         "the dead one is deleted"
     );
+}
+
+#[test]
+fn a_version_3_database_keeps_its_running_jobs() {
+    let (_tmp, path) = db();
+    let mut watched = guard(
+        ProcessIdentity {
+            pid: 4242,
+            start_time: 7,
+        },
+        8 << 30,
+    );
+    watched.mode = JobMode::Watch;
+    open(&path).save_active_job(&watched).unwrap();
+    // What a Headroom before migration 4 left: the same rows in `active_guards`, version 3.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE active_jobs RENAME TO active_guards; PRAGMA user_version = 3;")
+        .unwrap();
+    drop(conn);
+    let store = open(&path);
+    assert_eq!(store.active_jobs().unwrap(), vec![watched]);
 }

@@ -27,7 +27,7 @@ use std::io;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use self::driver::{serve_requests, Driver, Wake, BACKLOG};
 use self::spawned::{launch_job, StopOnUnwind};
@@ -178,7 +178,7 @@ pub fn run(
     let set = MemberSet::new(members);
     let mut engine = Engine::default();
     let (command, poll) = (spec.command.clone(), spec.poll);
-    let job = engine.add(set.clone(), spec, swap_start);
+    let job = engine.add(set.clone(), spec, swap_start, SystemTime::now());
     let paused = Arc::new(AtomicBool::new(false));
     let _unwind = StopOnUnwind {
         counters,
