@@ -3,7 +3,7 @@
 //! Headroom judges whether a job fits in memory by **swap growth and system free memory**, not
 //! by the process footprint, which drops when pages are compressed or swapped out. This crate
 //! holds the OS boundary ([`counters`] reads memory numbers, [`unix`] sends signals), process
-//! identity and trees ([`process`], [`members`]), the one sampling loop ([`sampler`]), in-memory
+//! identity and trees ([`process`], [`members`]), the app's process list ([`process_list`]), the one sampling loop ([`sampler`]), in-memory
 //! history ([`history`]), pure decisions ([`policy`], [`stages`]), the job engine ([`engine`]),
 //! stopping and pausing processes safely ([`enforce`]), JSONL traces ([`trace`], [`summary`]),
 //! charts ([`chart`]), units ([`units`]), where files live ([`paths`]), settings
@@ -25,6 +25,7 @@ pub mod monitor;
 pub mod paths;
 pub mod policy;
 pub mod process;
+pub mod process_list;
 pub mod sampler;
 pub mod settings;
 pub mod stages;

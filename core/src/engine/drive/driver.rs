@@ -24,7 +24,7 @@ pub(super) const BACKLOG: usize = 64;
 
 /// What wakes the driver between ticks.
 pub(super) enum Wake {
-    /// A signal arrived (the guard's own, or SIGCHLD): look at the job now.
+    /// A signal arrived (the driver's own, or SIGCHLD): look at the job now.
     Signal,
     /// A member of the job marked the start of a stage.
     Mark(String),
@@ -57,7 +57,7 @@ pub(super) fn serve_requests(
             }
         };
         wake.try_send(next)
-            .map_err(|_| "the guard is busy; try again".to_string())
+            .map_err(|_| "Headroom is busy with this job; try again".to_string())
     })
 }
 
@@ -103,7 +103,7 @@ impl Driver<'_> {
         None
     }
 
-    /// The guard itself was interrupted: a command we started is stopped with us (continued
+    /// The driver itself was interrupted: a command we started is stopped with us (continued
     /// after SIGTERM if paused); a watched process is left alone, continued if we paused it.
     fn interrupted(&mut self, signal: i32) {
         let (counters, safety, interrupts) = (self.counters, self.safety, self.interrupts);

@@ -1,19 +1,19 @@
 //! Runs one job to its end: the driver behind `headroom guard` and `headroom watch`.
 //!
-//! Everything that can fail before the job is under guard (the sampler, the first reading,
+//! Everything that can fail before the job is watched (the sampler, the first reading,
 //! the caller's trace file) is done before the command is spawned. After the spawn nothing
-//! leaves the job unwatched: a failing [`Sink`] is dropped (and the others are told, loudly)
-//! while guarding goes on, and the only ways out of the loop are the job's end, its stop, or
-//! the guard's own interruption, which stops a command it started first.
+//! leaves the job unwatched: a failing [`Sink`] is dropped (and the others are told,
+//! loudly) while the job stays watched, and the only ways out of the loop are the job's end,
+//! its stop, or the driver's own interruption, which stops a command it started first.
 //!
 //! A command started here is the leader of its own process group; where the OS allows it
-//! the guard is a subreaper, so every descendant, even one that calls `setsid()` or
+//! the driver is a subreaper, so every descendant, even one that calls `setsid()` or
 //! double-forks, stays findable. In a terminal's foreground the job's group gets the
-//! terminal: Ctrl-C, Ctrl-\ and Ctrl-Z reach the job, and Ctrl-Z suspends the guard with it
-//! until `fg` (or `bg`) continues both. While the guard has paused the job
-//! (`--on-budget pause`) it holds the terminal itself, so Ctrl-C reaches the guard and stops
+//! terminal: Ctrl-C, Ctrl-\ and Ctrl-Z reach the job, and Ctrl-Z suspends the driver with it
+//! until `fg` (or `bg`) continues both. While the driver has paused the job
+//! (`--on-budget pause`) it holds the terminal itself, so Ctrl-C reaches the driver and stops
 //! the job. A paused job is never left stopped: a stop continues it after SIGTERM, and a
-//! watched process is continued before the guard lets go of it.
+//! watched process is continued before the driver lets go of it.
 //!
 //! Files: this one holds what callers use ([`Sink`], [`Interrupts`], [`Launch`], [`run`]);
 //! `spawned.rs` the command it starts (process group, terminal, reaping, the stop on
@@ -46,7 +46,7 @@ use crate::unix::jobctl::Terminal;
 pub trait Sink {
     /// What it is, for the message when it fails (`the trace t.jsonl`).
     fn name(&self) -> String;
-    /// The job is under guard; `root` is its leader (or the watched process).
+    /// The job is watched; `root` is its leader (or the watched process).
     fn started(&mut self, _root: ProcessIdentity, _swap_start_bytes: u64) -> io::Result<()> {
         Ok(())
     }
@@ -62,14 +62,14 @@ pub trait Sink {
     fn problem(&mut self, _text: &str) {}
 }
 
-/// Signals the guard itself received.
+/// Signals the driver's own process received.
 pub trait Interrupts {
     /// The first signal received, if any.
     fn received(&self) -> Option<i32>;
     /// True once a second one arrived (SIGKILL at once).
     fn second(&self) -> bool;
     /// Calls `wake` on every signal from now on (an interrupt, and SIGCHLD: a child of the
-    /// guard exited or stopped), so the driver needs no polling.
+    /// driver exited or stopped), so the driver needs no polling.
     fn on_signal(&self, _wake: Box<dyn Fn() + Send + Sync>) {}
 }
 
@@ -78,18 +78,18 @@ pub trait Interrupts {
 #[allow(clippy::large_enum_variant)] // made once per run
 pub enum Launch {
     /// Start this command (in its own process group), with the terminal whose foreground it
-    /// gets, if the guard has one.
+    /// gets, if the driver has one.
     Command {
         /// The command.
         command: Command,
-        /// The terminal, when the guard runs in its foreground.
+        /// The terminal, when the driver runs in its foreground.
         terminal: Option<Terminal>,
     },
     /// Attach to a running process (watch): it and its descendants.
     Process(ProcessIdentity),
 }
 
-/// Why a job could not be put under guard (nothing was started).
+/// Why a job could not be started or watched (nothing was started).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DriveError {
@@ -131,7 +131,7 @@ impl Sinks {
             Ok(()) => true,
             Err(e) => {
                 failed.push(format!(
-                    "{} failed: {e}; it is dropped, the job stays under guard",
+                    "{} failed: {e}; it is dropped, the job stays watched",
                     sink.name()
                 ));
                 false
@@ -144,7 +144,7 @@ impl Sinks {
     }
 }
 
-/// Runs a job on `launch` under `spec` until it ends, is stopped, or the guard is
+/// Runs a job on `launch` under `spec` until it ends, is stopped, or the driver is
 /// interrupted (a command it started is then stopped first; a watched process is left
 /// alone). `sinks` see every sample and event.
 pub fn run(
@@ -170,7 +170,7 @@ pub fn run(
         .map_err(DriveError::FirstRead)?
         .swap_used_bytes;
     let mut sinks = Sinks(sinks);
-    // Stage marks are optional: without a socket the job is guarded all the same.
+    // Stage marks are optional: without a socket the job is watched all the same.
     let mut marks = MarkServer::bind(&Dirs::current().marks_dir())
         .map_err(|e| sinks.problem(&format!("stage marks are off: {e}")))
         .ok();

@@ -1,5 +1,5 @@
 //! The command a driver starts: its own process group, the terminal handed over, its exit
-//! status reaped (never by std), a pause that is the guard's and not a Ctrl-Z; and the stop
+//! status reaped (never by std), a pause that is the driver's and not a Ctrl-Z; and the stop
 //! that runs if the driver unwinds from a panic.
 
 use std::os::unix::process::CommandExt;
@@ -25,13 +25,13 @@ pub(super) struct Spawned {
     pub(super) leader: u32,
     pub(super) terminal: Option<Terminal>,
     pub(super) exit: Option<EndReason>,
-    /// The guard paused the job: the leader's stop is ours, not a Ctrl-Z.
+    /// The driver paused the job: the leader's stop is ours, not a Ctrl-Z.
     pub(super) paused: bool,
 }
 
 impl Spawned {
     /// Reaps what changed state; returns the leader's end once it exited. A leader stopped
-    /// by Ctrl-Z suspends the guard too; once continued, the job is continued.
+    /// by Ctrl-Z suspends the driver too; once continued, the job is continued.
     pub(super) fn reap(&mut self) -> Option<EndReason> {
         while let Ok(Some((pid, status))) = jobctl::reap_any() {
             if pid != self.leader {
@@ -68,7 +68,7 @@ impl Spawned {
         }
     }
 
-    /// Paused: the guard takes the terminal, so Ctrl-C reaches it (and stops the job).
+    /// Paused: the driver takes the terminal, so Ctrl-C reaches it (and stops the job).
     /// Resumed: the job gets it back.
     pub(super) fn set_paused(&mut self, paused: bool) {
         self.paused = paused;
@@ -106,7 +106,7 @@ impl Drop for StopOnUnwind<'_> {
             resume_members(self.counters, self.safety, &self.members);
         }
         if self.armed && std::thread::panicking() {
-            tracing::error!("the guard panicked: stopping its job");
+            tracing::error!("the driver panicked: stopping its job");
             stop_members(
                 self.counters,
                 self.safety,
