@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
 use crate::counters::{PressureLevel, SystemCounters};
-use crate::engine::{Action, Engine};
+use crate::engine::{Action, Engine, FINISHED_KEEP};
 use crate::history::{History, Metric, METRICS};
 use crate::sampler::Sample;
 use crate::units::format_bytes_short;
@@ -73,7 +73,10 @@ impl Monitor {
             self.history.add(sample.at, values);
             self.last = Some((sample.at, system.clone()));
         }
-        self.jobs.on_sample(sample)
+        let actions = self.jobs.on_sample(sample);
+        // A job that ended leaves the list after a while; its verdict stays in the store.
+        self.jobs.prune(sample.at, FINISHED_KEEP);
+        actions
     }
 
     /// Swap in use `ago` before the latest reading (the window's first bucket mean).
@@ -256,5 +259,49 @@ mod tests {
                 "{name} marked"
             );
         }
+    }
+
+    #[test]
+    fn an_ended_job_leaves_the_list_after_finished_keep() {
+        use crate::engine::{JobMode, JobSpec};
+        use crate::members::{MemberSet, Members};
+        use crate::process::ProcessIdentity;
+        use crate::sampler::TrackedSample;
+        let mut m = Monitor::default();
+        let id = ProcessIdentity {
+            pid: 4343,
+            start_time: 9,
+        };
+        let spec = JobSpec {
+            command: "python done.py".into(),
+            mode: JobMode::Watch,
+            limits: crate::policy::Limits::default(),
+            poll: Duration::from_millis(500),
+        };
+        let start = sample(0, 1 << 30);
+        m.jobs.add(
+            MemberSet::new(Members::of_process(id)),
+            spec,
+            1 << 30,
+            start.at,
+        );
+        // Its process is gone at the first sample: the job ends with a verdict.
+        let gone = Sample {
+            tracked: vec![TrackedSample {
+                identity: id,
+                memory: None,
+            }],
+            ..start
+        };
+        m.on_sample(&gone);
+        assert!(m.jobs.views()[0].verdict.is_some());
+        let later = |minutes: u64| Sample {
+            at: gone.at + Duration::from_secs(minutes * 60),
+            ..sample(1, 1 << 30)
+        };
+        m.on_sample(&later(59));
+        assert_eq!(m.jobs.views().len(), 1, "still listed within the hour");
+        m.on_sample(&later(61));
+        assert!(m.jobs.views().is_empty(), "gone after an hour");
     }
 }

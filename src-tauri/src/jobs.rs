@@ -3,6 +3,8 @@
 //! buttons, `headroom resume|pause|stop PID` (through the app's mark socket). The engine
 //! decides; this carries out.
 
+use std::time::SystemTime;
+
 use headroom_core::enforce::{pause_members, resume_members, stop_members, DEFAULT_GRACE};
 use headroom_core::engine::Action;
 use headroom_core::marks::{not_here, Control};
@@ -21,10 +23,10 @@ pub fn act<R: Runtime>(app: &AppHandle<R>, job_id: u64, control: Control) -> Res
         let jobs = &mut monitor.jobs;
         let paused = jobs.is_paused(job_id);
         match control {
-            Control::Pause => jobs.pause(job_id),
+            Control::Pause => jobs.pause(job_id, SystemTime::now()),
             Control::Resume if !paused => return Err("the job is not paused".into()),
-            Control::Resume => jobs.resume(job_id),
-            Control::Stop => jobs.stop(job_id),
+            Control::Resume => jobs.resume(job_id, SystemTime::now()),
+            Control::Stop => jobs.stop(job_id, SystemTime::now()),
         }
     };
     if actions.is_empty() {
@@ -179,7 +181,10 @@ pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
                         &|| false,
                     );
                     tracing::warn!(root = members.root().pid, ?report, "stopped a guarded job");
-                    let done = lock(&state.monitor).jobs.stop_done(job_id, &report);
+                    let done =
+                        lock(&state.monitor)
+                            .jobs
+                            .stop_done(job_id, &report, SystemTime::now());
                     for action in done {
                         carry_out(&app, action);
                     }

@@ -28,8 +28,9 @@ pub(super) struct Job {
     pub(super) started_since: Option<Duration>,
     pub(super) growth_bytes: u64,
     pub(super) ended_at: Option<SystemTime>,
-    /// Wall time of the latest sample the job saw (its start before the first): the job's
-    /// "now" for pauses, its duration and its end. The engine reads no clock itself.
+    /// Wall time of the latest sample or request the job saw (its start before the first):
+    /// the job's "now" for pauses, its duration and its end. The engine reads no clock
+    /// itself; callers pass the time with each request.
     pub(super) seen_at: SystemTime,
     /// How the job's leader ended, once known (the exit status of a command we started).
     pub(super) exit: Option<EndReason>,
@@ -88,9 +89,14 @@ impl Job {
         }
     }
 
+    /// Moves the job's "now" to wall time `at` (a sample's, or a request's), never back.
+    pub(super) fn saw(&mut self, at: SystemTime) {
+        self.seen_at = self.seen_at.max(at);
+    }
+
     /// One sample for a running job: the stop rules, events, the next check interval.
     pub(super) fn observe(&mut self, sample: &Sample, actions: &mut Vec<Action>) {
-        self.seen_at = self.seen_at.max(sample.at);
+        self.saw(sample.at);
         let root = self.members.root();
         let tracked = sample.tracked.iter().find(|t| t.identity == root);
         if tracked.is_some_and(|t| t.memory.is_none()) {

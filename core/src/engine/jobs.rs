@@ -70,30 +70,34 @@ impl Engine {
         self.next_id
     }
 
-    /// Pauses running job `id` on request (the app, a notification's "Pause now"); the
-    /// pause counts toward `max_pauses`. Nothing for a job that is not running.
-    pub fn pause(&mut self, id: u64) -> Vec<Action> {
+    /// Pauses running job `id` on request (the app, a notification's "Pause now") at wall
+    /// time `at`; the pause counts toward `max_pauses`. Nothing for a job that is not running.
+    pub fn pause(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
         let mut actions = Vec::new();
         if let Some(job) = self.running_mut(id, JobStatus::Running) {
+            job.saw(at);
             job.pause(None, &mut actions);
         }
         actions
     }
 
-    /// Continues paused job `id` on request, with a new budget from swap in use now.
-    pub fn resume(&mut self, id: u64) -> Vec<Action> {
+    /// Continues paused job `id` on request at wall time `at`, with a new budget from swap
+    /// in use now.
+    pub fn resume(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
         let mut actions = Vec::new();
         if let Some(job) = self.running_mut(id, JobStatus::Paused) {
+            job.saw(at);
             job.resume(None, &mut actions);
         }
         actions
     }
 
-    /// Stops running or paused job `id` on request; the caller carries out the stop and
-    /// reports with [`Engine::stop_done`].
-    pub fn stop(&mut self, id: u64) -> Vec<Action> {
+    /// Stops running or paused job `id` on request at wall time `at`; the caller carries out
+    /// the stop and reports with [`Engine::stop_done`].
+    pub fn stop(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
         let mut actions = Vec::new();
         if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id && j.live()) {
+            job.saw(at);
             job.stop(StopReason::Requested, &mut actions);
         }
         actions
@@ -181,25 +185,28 @@ impl Engine {
         }
     }
 
-    /// Ends running job `id` now, because its last member is gone (seen between samples);
-    /// returns the verdict event.
-    pub fn members_gone(&mut self, id: u64) -> Vec<Action> {
+    /// Ends running job `id` at wall time `at`, because its last member is gone (seen
+    /// between samples); returns the verdict event.
+    pub fn members_gone(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
         let mut actions = Vec::new();
         if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id && j.live()) {
+            job.saw(at);
             let ended = job.exit.clone().unwrap_or(EndReason::Vanished);
             job.finish(ended, &mut actions);
         }
         actions
     }
 
-    /// Ends job `id` with `ended` (the guard itself was interrupted); returns the verdict.
-    pub fn end(&mut self, id: u64, ended: EndReason) -> Vec<Action> {
+    /// Ends job `id` with `ended` at wall time `at` (the driver itself was interrupted);
+    /// returns the verdict.
+    pub fn end(&mut self, id: u64, ended: EndReason, at: SystemTime) -> Vec<Action> {
         let mut actions = Vec::new();
         if let Some(job) = self
             .jobs
             .iter_mut()
             .find(|j| j.id == id && j.verdict.is_none())
         {
+            job.saw(at);
             job.finish(ended, &mut actions);
         }
         actions
@@ -207,10 +214,11 @@ impl Engine {
 
     /// The caller finished stopping job `id`; returns the verdict event. The job counts as
     /// stopped only when a signal reached a member: a job that ended on its own between the
-    /// check and the stop keeps its own end (exit status).
-    pub fn stop_done(&mut self, id: u64, report: &StopReport) -> Vec<Action> {
+    /// check and the stop keeps its own end (exit status). `at`: wall time now.
+    pub fn stop_done(&mut self, id: u64, report: &StopReport, at: SystemTime) -> Vec<Action> {
         let mut actions = Vec::new();
         if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id) {
+            job.saw(at);
             let reason = job.stop_reason.clone();
             match reason {
                 Some(reason) if report.signalled() => {

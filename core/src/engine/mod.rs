@@ -32,6 +32,10 @@ use crate::members::MemberSet;
 use crate::policy::{JobEvent, Limits, OnBudget, StopReason, Verdict};
 use crate::stages::StageFigures;
 
+/// How long a job that ended stays listed (the app's Jobs, the terminal guards' job files);
+/// its verdict stays in the history database's "Recent verdicts".
+pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
+
 /// Default time between checks (and trace samples): `--poll`.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(500);
 

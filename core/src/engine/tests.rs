@@ -110,7 +110,7 @@ fn guard_stops_past_budget_then_reports_stopped() {
     assert_eq!(jobs.views()[0].state, JobStatus::Stopping);
     // While stopping, samples produce nothing more.
     assert!(jobs.on_sample(&sample(3, 1500 * MIB, id, true)).is_empty());
-    let done = jobs.stop_done(job, &signalled());
+    let done = jobs.stop_done(job, &signalled(), t0());
     assert!(matches!(
         done.as_slice(),
         [Action::Notify {
@@ -247,8 +247,8 @@ fn pause_mode_pauses_at_the_budget_and_a_resume_grants_a_new_budget() {
     for seq in 2..10 {
         assert!(jobs.on_sample(&sample(seq, 900 * MIB, id, true)).is_empty());
     }
-    assert!(jobs.pause(job).is_empty(), "already paused");
-    let a = jobs.resume(job);
+    assert!(jobs.pause(job, t0()).is_empty(), "already paused");
+    let a = jobs.resume(job, t0());
     assert!(has(&a, |x| matches!(x, Action::Resume { .. })), "{a:?}");
     assert!(has(&a, |x| matches!(
         x,
@@ -264,7 +264,7 @@ fn pause_mode_pauses_at_the_budget_and_a_resume_grants_a_new_budget() {
         )),
         "{a:?}"
     );
-    assert!(jobs.resume(job).is_empty(), "not paused");
+    assert!(jobs.resume(job, t0()).is_empty(), "not paused");
     let a = jobs.on_sample(&sample(11, 1250 * MIB, id, false));
     let Some(Action::Notify {
         event: JobEvent::Finished { verdict },
@@ -307,7 +307,7 @@ fn the_crossing_after_the_last_pause_stops_the_job() {
         let a = jobs.on_sample(&sample(seq, swap, id, true));
         if has(&a, |x| matches!(x, Action::Pause { .. })) {
             pauses += 1;
-            jobs.resume(job);
+            jobs.resume(job, t0());
         }
         if has(&a, |x| matches!(x, Action::Stop { .. })) {
             break;
@@ -315,7 +315,7 @@ fn the_crossing_after_the_last_pause_stops_the_job() {
         assert!(seq < 20, "never stopped");
     }
     assert_eq!(pauses, 2);
-    let done = jobs.stop_done(job, &signalled());
+    let done = jobs.stop_done(job, &signalled(), t0());
     let Some(Action::Notify {
         event: JobEvent::Finished { verdict },
         ..
@@ -389,7 +389,7 @@ fn requests_pause_resume_and_stop_a_paused_job() {
     let mut jobs = Engine::default();
     let job = jobs.add(set(id), spec("x", JobMode::Guard, cfg(8 << 30)), 0, t0());
     jobs.on_sample(&sample(0, 0, id, true));
-    let a = jobs.pause(job);
+    let a = jobs.pause(job, t0());
     assert!(has(&a, |x| matches!(
         x,
         Action::Notify {
@@ -401,7 +401,7 @@ fn requests_pause_resume_and_stop_a_paused_job() {
             ..
         }
     )));
-    let a = jobs.stop(job);
+    let a = jobs.stop(job, t0());
     assert!(has(&a, |x| matches!(
         x,
         Action::Stop {
@@ -410,10 +410,10 @@ fn requests_pause_resume_and_stop_a_paused_job() {
         }
     )));
     assert!(
-        jobs.stop(job).is_empty(),
+        jobs.stop(job, t0()).is_empty(),
         "a stop under way is not started twice"
     );
-    let done = jobs.stop_done(job, &signalled());
+    let done = jobs.stop_done(job, &signalled(), t0());
     let Some(Action::Notify {
         event: JobEvent::Finished { verdict },
         ..
@@ -486,16 +486,17 @@ fn a_paused_job_is_saved_and_restored_paused() {
     assert!(after.is_paused(restored));
     let view = &after.views()[0];
     assert_eq!((view.pauses, view.on_budget), (1, OnBudget::Pause));
-    assert!(has(&after.resume(restored), |x| matches!(
+    assert!(has(&after.resume(restored, t0()), |x| matches!(
         x,
         Action::Resume { .. }
     )));
 }
 
 #[test]
-fn pauses_and_the_duration_are_measured_on_the_samples_clock() {
+fn pauses_and_the_duration_are_measured_on_the_times_given() {
     // The engine reads no clock: a pause lasts from the sample that paused the job to the
-    // last sample before the resume, and the verdict's duration ends at the last sample.
+    // resume request (dated by its caller), and the verdict's duration ends at the last
+    // sample.
     let id = ProcessIdentity {
         pid: 52,
         start_time: 1,
@@ -512,12 +513,12 @@ fn pauses_and_the_duration_are_measured_on_the_samples_clock() {
     for seq in 2..10 {
         jobs.on_sample(&sample(seq, 350 * MIB, id, true)); // the last at 4.5 s
     }
-    let a = jobs.resume(job);
+    let a = jobs.resume(job, t0() + Duration::from_millis(4800));
     assert!(
         has(&a, |x| matches!(
             x,
             Action::Notify { event: JobEvent::Resumed { paused, .. }, .. }
-                if *paused == Duration::from_secs(4)
+                if *paused == Duration::from_millis(4300)
         )),
         "{a:?}"
     );
@@ -530,6 +531,6 @@ fn pauses_and_the_duration_are_measured_on_the_samples_clock() {
     else {
         panic!("{a:?}");
     };
-    assert_eq!(verdict.paused, Duration::from_secs(4));
+    assert_eq!(verdict.paused, Duration::from_millis(4300));
     assert_eq!(verdict.duration, Duration::from_millis(5500));
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::Counters;
 use crate::engine::drive::Sink;
-use crate::engine::JobStatus;
+use crate::engine::{JobStatus, FINISHED_KEEP};
 use crate::paths::write_atomic;
 use crate::policy::{EndReason, JobEvent, OnBudget, Verdict};
 use crate::process::ProcessIdentity;
@@ -32,8 +32,6 @@ use crate::units::unix_ms;
 
 pub use self::listing::{Listing, LISTING_MAX_AGE};
 
-/// How long a finished job's file is kept for the app to show its verdict.
-pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
 /// How many finished jobs' files are kept at most.
 pub const FINISHED_KEEP_COUNT: usize = 20;
 /// How often a running job's file is rewritten.

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::spawned::Spawned;
 use super::{Interrupts, Sinks};
@@ -89,7 +89,8 @@ impl Driver<'_> {
         if let Some(signal) = self.interrupts.received() {
             self.interrupted(signal);
         } else if self.leader_gone() && self.set.discover(self.counters).is_empty() {
-            self.queue.extend(self.engine.members_gone(self.job));
+            self.queue
+                .extend(self.engine.members_gone(self.job, SystemTime::now()));
         } else {
             self.wait();
         }
@@ -118,7 +119,8 @@ impl Driver<'_> {
             self.paused.store(false, Ordering::SeqCst);
         }
         let ended = EndReason::Interrupted { signal };
-        self.queue.extend(self.engine.end(self.job, ended));
+        self.queue
+            .extend(self.engine.end(self.job, ended, SystemTime::now()));
     }
 
     /// True once the leader (or the watched process) is gone; records its exit status.
@@ -141,9 +143,9 @@ impl Driver<'_> {
         let actions = match self.wakes.recv_timeout(self.sampler.until_next()) {
             Ok(Wake::Signal) => Vec::new(),
             Ok(Wake::Mark(stage)) => self.engine.mark(job, &stage, self.sampler.clock()),
-            Ok(Wake::Control(Control::Pause)) => self.engine.pause(job),
-            Ok(Wake::Control(Control::Resume)) => self.engine.resume(job),
-            Ok(Wake::Control(Control::Stop)) => self.engine.stop(job),
+            Ok(Wake::Control(Control::Pause)) => self.engine.pause(job, SystemTime::now()),
+            Ok(Wake::Control(Control::Resume)) => self.engine.resume(job, SystemTime::now()),
+            Ok(Wake::Control(Control::Stop)) => self.engine.stop(job, SystemTime::now()),
             Err(_) => {
                 let sample = self.sampler.tick();
                 // A leader the sample saw gone has exited: its status is there to reap, so
@@ -195,7 +197,8 @@ impl Driver<'_> {
                         self.engine.set_exit(self.job, exit);
                     }
                 }
-                self.queue.extend(self.engine.stop_done(self.job, &report));
+                self.queue
+                    .extend(self.engine.stop_done(self.job, &report, SystemTime::now()));
                 self.stop = Some(report);
             }
         }
