@@ -59,11 +59,6 @@ impl History {
         }
     }
 
-    /// The tiers, finest first.
-    pub fn tiers(&self) -> &[Tier] {
-        &self.tiers
-    }
-
     /// At most `max_points` points covering `[to - window, to]`, from the finest tier that
     /// reaches back far enough (else the coarsest), merged evenly when there are more.
     pub fn query(&self, window: Duration, to: SystemTime, max_points: usize) -> Vec<Point> {
@@ -78,11 +73,6 @@ impl History {
             return Vec::new();
         };
         downsample(&tier.points_since(from_ms, to_ms), max_points.max(1))
-    }
-
-    /// Heap bytes reserved by all tiers.
-    pub fn heap_bytes(&self) -> usize {
-        self.tiers.iter().map(Tier::heap_bytes).sum()
     }
 
     /// Finished buckets and the one being filled of tier `tier_index` (0 is the finest), oldest

@@ -72,11 +72,6 @@ impl Tier {
             .or(self.current.as_ref().map(|a| a.start_ms))
     }
 
-    /// Heap bytes reserved by this tier.
-    pub fn heap_bytes(&self) -> usize {
-        self.ring.capacity() * std::mem::size_of::<Point>()
-    }
-
     /// Finished buckets and the one being filled, oldest first.
     pub fn points(&self) -> Vec<Point> {
         self.ring

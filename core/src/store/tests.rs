@@ -7,7 +7,7 @@ use std::time::{Instant, UNIX_EPOCH};
 use super::*;
 use crate::counters::{CounterSource, Counters};
 use crate::engine::{FinishedJob, JobMode, SavedJob};
-use crate::history::History;
+use crate::history::{History, MINUTE_TIER};
 use crate::policy::{EndReason, OnBudget, StopReason, Verdict};
 use crate::process::ProcessIdentity;
 
@@ -158,11 +158,10 @@ fn thirty_days_of_minutes_in_one_transaction() {
     );
     assert_eq!(back.len(), 43_200);
     assert!(same(&back, &pts));
-    // Restoring them into the coarsest tier of a new history fills it exactly.
+    // Restoring them into the minute tier of a new history fills it exactly.
     let mut history = History::default();
-    let coarsest = history.tiers().len() - 1;
-    assert_eq!(history.restore(coarsest, &back), 43_200);
-    assert_eq!(history.points(coarsest).len(), 43_200);
+    assert_eq!(history.restore(MINUTE_TIER, &back), 43_200);
+    assert_eq!(history.points(MINUTE_TIER).len(), 43_200);
 }
 
 #[test]
@@ -177,9 +176,8 @@ fn history_survives_a_restart() {
             [Some(free), Some(1e9), None, None],
         );
     }
-    let coarsest = before.tiers().len() - 1;
     let mut store = open(&path);
-    store.save_points(&before.points(coarsest)).unwrap();
+    store.save_points(&before.points(MINUTE_TIER)).unwrap();
     drop(store);
 
     let store = open(&path);
@@ -188,10 +186,10 @@ fn history_survives_a_restart() {
         start + Duration::from_secs(600),
         [Some(70.0), None, None, None],
     );
-    after.restore(coarsest, &store.load_points(BASE_MS).unwrap());
-    let pts = after.points(coarsest);
+    after.restore(MINUTE_TIER, &store.load_points(BASE_MS).unwrap());
+    let pts = after.points(MINUTE_TIER);
     assert_eq!(pts.len(), 11);
-    assert!(same(&pts[..10], &before.points(coarsest)));
+    assert!(same(&pts[..10], &before.points(MINUTE_TIER)));
     assert_eq!(pts[10].get(Metric::FreePercent).mean, 70.0);
 }
 
