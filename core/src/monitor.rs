@@ -179,6 +179,15 @@ mod tests {
         }
     }
 
+    fn watch_spec(command: &str) -> crate::engine::JobSpec {
+        crate::engine::JobSpec {
+            command: command.into(),
+            mode: crate::engine::JobMode::Watch,
+            limits: crate::policy::Limits::default(),
+            poll: Duration::from_millis(500),
+        }
+    }
+
     #[test]
     fn title_shows_free_swap_and_growth_arrow() {
         let mut m = Monitor::default();
@@ -216,7 +225,6 @@ mod tests {
 
     #[test]
     fn chart_marks_the_stages_of_a_watched_job() {
-        use crate::engine::{JobMode, JobSpec};
         use crate::members::{MemberSet, Members};
         use crate::process::ProcessIdentity;
         let mut m = Monitor::default();
@@ -232,12 +240,7 @@ mod tests {
             pid: 4242,
             start_time: 9,
         };
-        let spec = JobSpec {
-            command: "python stages.py".into(),
-            mode: JobMode::Watch,
-            limits: crate::policy::Limits::default(),
-            poll: Duration::from_millis(500),
-        };
+        let spec = watch_spec("python stages.py");
         let job = m.jobs.add(
             MemberSet::new(Members::of_process(id)),
             spec,
@@ -263,7 +266,6 @@ mod tests {
 
     #[test]
     fn an_ended_job_leaves_the_list_after_finished_keep() {
-        use crate::engine::{JobMode, JobSpec};
         use crate::members::{MemberSet, Members};
         use crate::process::ProcessIdentity;
         use crate::sampler::TrackedSample;
@@ -272,12 +274,7 @@ mod tests {
             pid: 4343,
             start_time: 9,
         };
-        let spec = JobSpec {
-            command: "python done.py".into(),
-            mode: JobMode::Watch,
-            limits: crate::policy::Limits::default(),
-            poll: Duration::from_millis(500),
-        };
+        let spec = watch_spec("python done.py");
         let start = sample(0, 1 << 30);
         m.jobs.add(
             MemberSet::new(Members::of_process(id)),
