@@ -96,13 +96,12 @@ function updateRow(row, proc, tracked) {
  */
 export function renderProcesses(procs, total, query, tracked) {
   const ul = list();
-  const shown = procs;
   const queryChanged = query !== lastQuery;
   lastQuery = query;
 
-  let order = shown;
+  let order = procs;
   if (!queryChanged && holdOrder()) {
-    const byPid = new Map(shown.map((p) => [p.pid, p]));
+    const byPid = new Map(procs.map((p) => [p.pid, p]));
     const kept = [];
     for (const child of ul.children) {
       const pid = Number(child.dataset.pid);
@@ -111,7 +110,7 @@ export function renderProcesses(procs, total, query, tracked) {
         byPid.delete(pid);
       }
     }
-    order = kept.concat(shown.filter((p) => byPid.has(p.pid)));
+    order = kept.concat(procs.filter((p) => byPid.has(p.pid)));
   }
 
   const nodes = [];

@@ -12,4 +12,4 @@ pub mod metrics;
 pub mod server;
 
 pub use metrics::{JobMetric, Metrics, MetricsHandle};
-pub use server::{is_loopback, start, Running, ServeError, ServerConfig, DEFAULT_ADDRESS};
+pub use server::{is_loopback, start, Running, ServeError, ServerConfig};

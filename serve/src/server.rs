@@ -28,8 +28,6 @@ use tokio::sync::{oneshot, Semaphore};
 use crate::exposition::Format;
 use crate::metrics::MetricsHandle;
 
-/// Where the endpoint listens unless told otherwise: loopback only.
-pub const DEFAULT_ADDRESS: &str = "127.0.0.1:9101";
 /// Largest request head read, bytes (hyper's minimum buffer; a larger head gets 431).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use headroom_core::counters::CounterSource;
-use headroom_core::jobfile::JobFile;
+use headroom_core::jobfile::{JobFile, Listing};
 use headroom_core::sampler::Sample;
 use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
@@ -32,8 +32,10 @@ pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), Stri
     }
     let mut metrics = Metrics::new(MetricsHandle::default());
     let system = state.counters.read_system().ok();
-    let files = JobFile::list(&state.jobs_dir(), &state.counters);
-    metrics.update(system.as_ref(), Instant::now(), jobs(state, &files));
+    let mut job_files = Listing::default();
+    let dir = state.jobs_dir();
+    let files = job_files.get(Instant::now(), || JobFile::list(&dir, &state.counters));
+    metrics.update(system.as_ref(), Instant::now(), jobs(state, files));
     let running = start(ServerConfig::at(address), metrics.handle()).map_err(|e| e.to_string())?;
     if !is_loopback(&address) {
         tracing::warn!(%address, "metrics are reachable from other machines");
@@ -42,7 +44,7 @@ pub fn apply(state: &AppState, on: bool, address: SocketAddr) -> Result<(), Stri
     *endpoint = MetricsEndpoint {
         running: Some(running),
         metrics: Some(metrics),
-        job_files: headroom_core::jobfile::Listing::default(),
+        job_files,
     };
     Ok(())
 }
@@ -67,21 +69,19 @@ pub fn start_if_set<R: tauri::Runtime>(app: &tauri::AppHandle<R>) {
 /// Feeds one sample to the endpoint, while it runs. The job files are read at most once a
 /// second ([`headroom_core::jobfile::Listing`]): samples come every 100-500 ms.
 pub fn on_sample(state: &AppState, sample: &Sample) {
-    let files = {
-        let mut endpoint = lock(&state.metrics);
-        if endpoint.metrics.is_none() {
-            return;
-        }
-        let dir = state.jobs_dir();
-        endpoint
-            .job_files
-            .get(Instant::now(), || JobFile::list(&dir, &state.counters))
-            .to_vec()
+    // Metrics, then monitor (in `jobs`): the order `apply` takes them in too.
+    let mut endpoint = lock(&state.metrics);
+    let MetricsEndpoint {
+        metrics: Some(metrics),
+        job_files,
+        ..
+    } = &mut *endpoint
+    else {
+        return;
     };
-    let jobs = jobs(state, &files);
-    if let Some(metrics) = lock(&state.metrics).metrics.as_mut() {
-        metrics.update(sample.system.as_ref(), Instant::now(), jobs);
-    }
+    let dir = state.jobs_dir();
+    let files = job_files.get(Instant::now(), || JobFile::list(&dir, &state.counters));
+    metrics.update(sample.system.as_ref(), Instant::now(), jobs(state, files));
 }
 
 /// The app's jobs and those of terminal guards (`files`).

@@ -15,7 +15,7 @@ use headroom_core::chart::{save_trace_chart, TraceChartOptions};
 use headroom_core::engine::drive::{Outcome, Sink};
 use headroom_core::policy::JobEvent;
 use headroom_core::sampler::Sample;
-use headroom_core::trace::{round_t, SampleRecord, Trace};
+use headroom_core::trace::{SampleRecord, Trace};
 use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};
 
 /// The environment variable GitHub Actions points at the step's summary file.
@@ -67,10 +67,7 @@ impl Sink for ReportSink {
         {
             return Ok(());
         }
-        c.samples.push(SampleRecord {
-            t: round_t(sample.since_start),
-            ..record
-        });
+        c.samples.push(record);
         Ok(())
     }
 

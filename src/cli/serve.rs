@@ -11,9 +11,8 @@ use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::engine::drive::Interrupts;
 use headroom_core::jobfile::JobFile;
 use headroom_core::paths::Dirs;
-use headroom_serve::{
-    is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig, DEFAULT_ADDRESS,
-};
+use headroom_core::settings::{parse_address, DEFAULT_METRICS_ADDRESS};
+use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
 use super::job::{say, Signals};
 
@@ -27,17 +26,11 @@ Exit codes: 1 when the address cannot be bound or memory cannot be read; 2 inval
 pub struct ServeArgs {
     /// Address and port to listen on. Loopback by default: another address is reachable from
     /// other machines (a warning says so).
-    #[arg(long, default_value = DEFAULT_ADDRESS, value_parser = parse_address, value_name = "IP:PORT")]
+    #[arg(long, default_value_t = DEFAULT_METRICS_ADDRESS, value_parser = parse_address, value_name = "IP:PORT")]
     listen: SocketAddr,
     /// Time between readings of the counters.
     #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = super::parse_interval, value_name = "DURATION")]
     interval: Duration,
-}
-
-fn parse_address(text: &str) -> Result<SocketAddr, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| format!("invalid address '{text}': expected IP:PORT, e.g. {DEFAULT_ADDRESS}"))
 }
 
 /// Every job of `headroom guard` on this machine, from the job files.

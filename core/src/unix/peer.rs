@@ -15,22 +15,12 @@ pub fn peer_pid(stream: &UnixStream) -> io::Result<u32> {
 /// Linux: `SO_PEERCRED`.
 #[cfg(target_os = "linux")]
 fn raw_peer_pid(fd: RawFd) -> io::Result<libc::pid_t> {
-    // SAFETY: ucred is plain C data; zero is a valid value.
-    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` is writable for `len` bytes; the kernel writes at most that.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            std::ptr::from_mut(&mut cred).cast(),
-            &mut len,
-        )
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
     };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    socket_option(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred)?;
     Ok(cred.pid)
 }
 
@@ -38,21 +28,26 @@ fn raw_peer_pid(fd: RawFd) -> io::Result<libc::pid_t> {
 #[cfg(target_os = "macos")]
 fn raw_peer_pid(fd: RawFd) -> io::Result<libc::pid_t> {
     let mut pid: libc::pid_t = 0;
-    let mut len = std::mem::size_of::<libc::pid_t>() as libc::socklen_t;
-    // SAFETY: `pid` is writable for `len` bytes; the kernel writes at most that.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_LOCAL,
-            libc::LOCAL_PEERPID,
-            std::ptr::from_mut(&mut pid).cast(),
-            &mut len,
-        )
-    };
+    socket_option(fd, libc::SOL_LOCAL, libc::LOCAL_PEERPID, &mut pid)?;
+    Ok(pid)
+}
+
+/// `getsockopt(fd, level, name)` into `value`, a plain C value the kernel fills.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn socket_option<T: Copy>(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &mut T,
+) -> io::Result<()> {
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` is writable for `len` bytes; the kernel writes at most that.
+    let rc =
+        unsafe { libc::getsockopt(fd, level, name, std::ptr::from_mut(value).cast(), &mut len) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(pid)
+    Ok(())
 }
 
 /// Other Unixes: unknown, so no mark or control request is ever taken from a peer.

@@ -3,6 +3,7 @@
 
 use headroom_core::engine::{FinishedJob, JobView};
 use headroom_core::jobfile::JobFile;
+use headroom_core::policy::Verdict;
 use serde::Serialize;
 
 use crate::state::AppState;
@@ -43,6 +44,16 @@ pub struct UiVerdict {
     text: String,
 }
 
+impl UiVerdict {
+    /// A verdict as the page shows it: whether it fits, and the sentence.
+    pub fn of(verdict: &Verdict) -> UiVerdict {
+        UiVerdict {
+            fits: verdict.fits,
+            text: verdict.to_string(),
+        }
+    }
+}
+
 impl UiJob {
     /// A job of `headroom guard` in a terminal, from its job file: read-only here.
     pub fn external(f: JobFile) -> UiJob {
@@ -55,10 +66,7 @@ impl UiJob {
             swap_growth_bytes: f.swap_growth_bytes,
             swap_budget_bytes: Some(f.swap_budget_bytes),
             peak_footprint_bytes: f.peak_footprint_bytes,
-            verdict: f.verdict.map(|verdict| UiVerdict {
-                fits: verdict.fits,
-                text: verdict.to_string(),
-            }),
+            verdict: f.verdict.as_ref().map(UiVerdict::of),
             read_only: true,
             stages: Vec::new(),
             on_budget: f.on_budget.as_str(),
@@ -78,10 +86,7 @@ pub(super) fn ui_job(v: JobView) -> UiJob {
         swap_growth_bytes: v.swap_growth_bytes,
         swap_budget_bytes: v.swap_budget_bytes,
         peak_footprint_bytes: v.peak_footprint_bytes,
-        verdict: v.verdict.map(|verdict| UiVerdict {
-            fits: verdict.fits,
-            text: verdict.to_string(),
-        }),
+        verdict: v.verdict.as_ref().map(UiVerdict::of),
         read_only: false,
         stages: v
             .stages
@@ -118,10 +123,7 @@ impl UiRecentJob {
             mode: job.mode.as_str(),
             started_at_ms: job.started_at_ms,
             ended_at_ms: job.ended_at_ms,
-            verdict: UiVerdict {
-                fits: job.verdict.fits,
-                text: job.verdict.to_string(),
-            },
+            verdict: UiVerdict::of(&job.verdict),
         }
     }
 }
