@@ -176,6 +176,17 @@ fn guard_validates_then_watch_guard_release() {
 }
 
 #[test]
+fn a_new_sample_interval_takes_effect_at_once() {
+    let app = app();
+    let mut new = call(&app, "get_settings", json!({})).unwrap();
+    new["sample_interval"] = json!("2s");
+    call(&app, "set_settings", json!({"settings": new})).unwrap();
+    // No job runs, so the sampler ticks at the setting, from now, not after the next tick.
+    let state = app.window.state::<AppState>();
+    assert_eq!(state.sampler.interval(), std::time::Duration::from_secs(2));
+}
+
+#[test]
 fn settings_round_trip_and_field_errors() {
     let app = app();
     let s = call(&app, "get_settings", json!({})).unwrap();

@@ -98,11 +98,13 @@ pub fn set_settings(
     })?;
     new.save(&state.dirs.settings_path())
         .map_err(|e| format!("saving settings: {e}"))?;
-    // Only the spacing of the checks changes: the sampler's clock and the jobs go on.
-    lock(&state.monitor).jobs.set_poll(new.sample_interval);
-    crate::ticker::retune(&state);
-    crate::autostart::apply(&app, new.launch_at_login);
+    let (interval, launch_at_login) = (new.sample_interval, new.launch_at_login);
     let out = SettingsUpdate::from(&new);
     *lock(&state.settings) = new;
+    // Only the spacing of the checks changes: the sampler's clock and the jobs go on. The
+    // settings are in place first: `retune` reads the interval from them.
+    lock(&state.monitor).jobs.set_poll(interval);
+    crate::ticker::retune(&state);
+    crate::autostart::apply(&app, launch_at_login);
     Ok(out)
 }
