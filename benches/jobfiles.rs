@@ -32,6 +32,9 @@ fn file(pid: u32, start_time: u64, state: JobStatus) -> JobFile {
         verdict: None,
         on_budget: OnBudget::Stop,
         pauses: 0,
+        guard: None,
+        members: vec![ProcessIdentity { pid, start_time }],
+        unguarded: false,
     }
 }
 

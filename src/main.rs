@@ -16,7 +16,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("headroom: error: {err:#}");
-            ExitCode::from(1)
+            cli::exit::status(cli::exit::of_error(&err))
         }
     }
 }

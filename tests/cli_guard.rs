@@ -312,10 +312,10 @@ fn bad_traces_name_file_and_line_and_cut_lines_are_tolerated() {
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, format!("{}\nnot json\n{}\n", lines[0], lines[1])).unwrap();
     let (c, _, err) = code(&["trace", "summary", bad.to_str().unwrap()]);
-    assert_eq!(c, Some(1));
+    assert_eq!(c, Some(2), "bad input exits 2");
     assert!(err.contains(&format!("{}:2:", bad.display())), "{err}");
     let (c, _, err) = code(&["trace", "summary", "/nonexistent.jsonl"]);
-    assert_eq!(c, Some(1));
+    assert_eq!(c, Some(2));
     assert!(err.contains("/nonexistent.jsonl"), "{err}");
 }
 

@@ -35,8 +35,8 @@ fn an_unwritable_trace_starts_nothing() {
         "sleep 30; exit 0",
         &tag,
     ]);
-    assert_eq!(c, Some(1), "{err}");
-    assert!(err.contains("/nonexistent/t.jsonl"), "{err}");
+    assert_eq!(c, Some(2), "{err}");
+    assert!(err.contains("--trace /nonexistent/t.jsonl"), "{err}");
     std::thread::sleep(Duration::from_millis(300));
     assert!(
         live_with_tag(&tag).is_empty(),

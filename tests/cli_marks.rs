@@ -120,9 +120,7 @@ fn a_process_outside_the_job_cannot_mark_it() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let socket = test_home()
-        .join("state/marks")
-        .join(format!("{}.sock", guard.id()));
+    let socket = test_home().join("run").join(format!("{}.sock", guard.id()));
     assert!(wait_until(Duration::from_secs(5), || socket.exists()));
     // This test process is not a process of the job: refused, by the kernel's word.
     let refused = send_mark(&socket, "intruder").unwrap_err();

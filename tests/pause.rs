@@ -9,64 +9,10 @@
 
 mod support;
 
-use std::fs;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
-use support::{
-    headroom, hog_path, live_with_tag, proc_state, run_to_files, tag, test_home, wait_until,
-};
-
-const WAIT: Duration = Duration::from_secs(15);
-
-/// A `headroom guard` (or `watch`) running in the background, its stderr in a file.
-struct Guard {
-    child: Child,
-    stderr: PathBuf,
-}
-
-impl Guard {
-    fn start(args: &[&str], name: &str) -> Guard {
-        let stderr = test_home().join(format!("{name}.stderr"));
-        let child = headroom()
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        Guard { child, stderr }
-    }
-
-    fn stderr(&self) -> String {
-        fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// Waits for the guard's exit code.
-    fn wait(&mut self) -> Option<i32> {
-        let mut code = None;
-        let ended = wait_until(WAIT, || match self.child.try_wait() {
-            Ok(Some(status)) => {
-                code = Some(status.code().unwrap_or_else(|| {
-                    use std::os::unix::process::ExitStatusExt;
-                    128 + status.signal().unwrap_or(0)
-                }));
-                true
-            }
-            _ => false,
-        });
-        assert!(ended, "the guard did not end: {}", self.stderr());
-        code
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::guard::{all_in_state, control, members as hogs, none_stopped, ppid, Guard, WAIT};
+use support::{headroom, hog_path, live_with_tag, proc_state, run_to_files, tag, wait_until};
 
 fn hog_args(tag: &str) -> Vec<String> {
     [
@@ -114,42 +60,6 @@ fn guarded_hogs(tag: &str, extra: &[&str]) -> (Guard, u32) {
         .find(|&pid| ppid(pid) == Some(guard.child.id()))
         .unwrap();
     (guard, leader)
-}
-
-fn ppid(pid: u32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(") ")?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-fn control(verb: &str, pid: u32) -> (Option<i32>, String) {
-    let (code, _, err) = run_to_files({
-        let mut cmd = headroom();
-        cmd.args([verb, &pid.to_string()]);
-        cmd
-    });
-    (code, err)
-}
-
-/// The hogs of `tag`: its processes but `guard` (whose command line holds the tag too).
-fn hogs(tag: &str, guard: u32) -> Vec<u32> {
-    live_with_tag(tag)
-        .into_iter()
-        .filter(|&p| p != guard)
-        .collect()
-}
-
-fn all_in_state(tag: &str, guard: u32, state: char) -> bool {
-    let pids = hogs(tag, guard);
-    !pids.is_empty() && pids.iter().all(|&p| proc_state(p) == Some(state))
-}
-
-fn none_stopped(tag: &str, guard: u32) -> bool {
-    hogs(tag, guard).iter().all(|&p| proc_state(p) != Some('T'))
 }
 
 #[test]

@@ -390,3 +390,128 @@ fn the_verdict_names_the_stage_that_grew_swap() {
     );
     rig.bystander.assert_alive();
 }
+
+#[test]
+fn guard_stops_a_hog_that_is_the_thousandth_child() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    // 999 sleeps first: the hog's pid is past the first page of the children file. Only the
+    // hog runs in the rig's cgroup (999 sleeps would not fit in its 64 MiB).
+    let mut rig = rig();
+    let tag = tag("thousandth-hog");
+    let sleep = format!("600.{}", std::process::id());
+    let script = format!(
+        "for i in $(seq 999); do sleep {sleep} & done; \
+         sh -c 'echo $$ > {procs} && exec \"$HOG\" 400M --tag {tag}' & wait",
+        procs = rig.cgroup.procs_file().display()
+    );
+    let mut cmd = headroom();
+    cmd.args([
+        "guard",
+        "--wait-free",
+        "0",
+        "--json",
+        "--swap-budget",
+        "100M",
+        "--grace",
+        "2s",
+    ])
+    .args(["--", "sh", "-c", &script])
+    .env("HOG", hog_path());
+    let (code, stdout, stderr) = run_to_files(cmd);
+    let left = |t: &str| live_with_tag(t).len();
+    let gone = wait_until(Duration::from_secs(10), || left(&tag) + left(&sleep) == 0);
+    assert_eq!(code, Some(3), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        gone,
+        "after the stop {} hogs and {} sleeps run on",
+        left(&tag),
+        left(&sleep)
+    );
+    let growth = summary["verdict"]["swap_growth_bytes"].as_u64().unwrap();
+    assert!(growth < 300 << 20, "growth {growth}");
+    assert!(
+        summary["verdict"]["processes"].as_u64().unwrap() >= 1001,
+        "{summary}"
+    );
+    assert!(
+        summary["stop"]["survivors"]
+            .as_array()
+            .is_some_and(Vec::is_empty),
+        "{summary}"
+    );
+    rig.bystander.assert_alive();
+}
+
+#[test]
+fn guard_stops_a_hog_while_nobody_reads_its_output() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    // `headroom guard ... 2>&1 | less`, and the reader stopped reading: the job fills the
+    // pipe, so every line the guard writes would block. The stop must not wait for them.
+    let mut rig = rig();
+    let tag = tag("stalled-output");
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new fds into the array.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    use std::os::fd::FromRawFd;
+    // SAFETY: both fds were just created and are owned here.
+    let (mut read_end, write_end) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    let script = format!("yes {tag} | head -c 300000 >&2 & exec \"$HOG\" 500M --tag {tag}");
+    let wrapped = rig.cgroup.wrap(&["sh", "-c", &script]);
+    let swap_start = swap_used_bytes();
+    let mut guard = headroom()
+        .args([
+            "guard",
+            "--wait-free",
+            "0",
+            "--swap-budget",
+            "100M",
+            "--grace",
+            "2s",
+        ])
+        .arg("--")
+        .args(&wrapped)
+        .env("HOG", hog_path())
+        .stdin(Stdio::null())
+        .stdout(write_end.try_clone().unwrap())
+        .stderr(write_end)
+        .spawn()
+        .unwrap();
+    let me = guard.id();
+    let hogs = || {
+        live_with_tag(&tag)
+            .into_iter()
+            .filter(|&p| p != me)
+            .collect::<Vec<_>>()
+    };
+    assert!(wait_until(Duration::from_secs(10), || !hogs().is_empty()));
+    let mut peak = 0;
+    let stopped = wait_until(Duration::from_secs(60), || {
+        peak = peak.max(swap_used_bytes().saturating_sub(swap_start));
+        hogs().is_empty()
+    });
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut read_end, &mut out);
+        out
+    });
+    let code = guard.wait().unwrap().code();
+    let out = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    assert!(
+        stopped,
+        "the hog ran on while the output was not read (swap +{} MiB)",
+        peak >> 20
+    );
+    assert!(peak < 300 << 20, "swap grew {} MiB", peak >> 20);
+    assert_eq!(code, Some(3), "{}", out.lines().last().unwrap_or_default());
+    rig.bystander.assert_alive();
+}

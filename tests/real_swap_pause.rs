@@ -176,3 +176,59 @@ fn resume_free_resumes_by_itself_and_max_pauses_then_stops() {
     );
     rig.bystander.assert_alive();
 }
+
+#[test]
+fn a_paused_hog_continued_from_outside_is_guarded_again() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    // Paused at the budget, then `kill -CONT` from outside: the job runs again, so its
+    // budget applies again and it is paused again (or stopped past --max-pauses).
+    let mut rig = rig();
+    let tag = tag("pause-outside");
+    let argv = hog_in_cgroup(&rig, "600M", &tag, &[]);
+    let args = [
+        "--wait-free",
+        "0",
+        "--swap-budget",
+        "80M",
+        "--on-budget",
+        "pause",
+        "--max-pauses",
+        "1",
+        "--grace",
+        "2s",
+        "--json",
+    ];
+    let swap_start = swap_used_bytes();
+    let (mut guard, [out, err]) = start_guard(&args, &argv, &tag);
+    assert!(
+        wait_until(WAIT, || resume_pid(&read(&err)).is_some()),
+        "never paused: {}",
+        read(&err)
+    );
+    let pid = resume_pid(&read(&err)).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || proc_state(pid) == Some('T')));
+    // Once the guard has seen the pause take effect (it checks at once until it does):
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill has no memory-safety preconditions; the hog is this test's.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let mut peak = 0;
+    let ended = wait_until(WAIT, || {
+        peak = peak.max(swap_used_bytes().saturating_sub(swap_start));
+        live_with_tag(&tag).iter().all(|&p| p == guard.id())
+    });
+    assert!(
+        ended,
+        "the hog ran on unguarded (swap +{} MiB): {}",
+        peak >> 20,
+        read(&err)
+    );
+    assert_eq!(wait_exit(&mut guard), Some(3), "{}", read(&err));
+    assert!(peak < 300 << 20, "swap grew {} MiB", peak >> 20);
+    let stderr = read(&err);
+    assert!(stderr.contains("runs again"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&read(&out)).unwrap();
+    assert_eq!(summary["verdict"]["ended"]["kind"], "stopped", "{summary}");
+    rig.bystander.assert_alive();
+}

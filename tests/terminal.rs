@@ -290,3 +290,73 @@ fn ctrl_c_stops_a_paused_job() {
         processes()
     );
 }
+
+#[test]
+fn ctrl_z_also_suspends_members_in_other_sessions() {
+    // Ctrl-Z stops the terminal's foreground group only; a setsid worker is in a session of
+    // its own. While the guard is suspended nobody guards it, so it must be stopped too, and
+    // continued with the rest on `fg`.
+    let mut sh = Shell::start();
+    let tag = tag("tty-suspend-setsid");
+    // A sleep whose argument is a unique tag: 30.<pid>77 seconds.
+    let worker = format!("30.{}77", std::process::id());
+    sh.send(&format!(
+        r#"headroom guard --wait-free 0 -- sh -c 'setsid sleep {worker} & echo rea""dy; sleep 30' {tag}; echo rc-setsid=$?"#
+    ));
+    sh.send("\n");
+    assert!(
+        sh.wait_for("ready", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let setsid_sleep = || {
+        live_with_tag(&worker).into_iter().find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep\0"))
+        })
+    };
+    let pid = setsid_sleep().unwrap_or_else(|| panic!("no setsid worker: {}", processes()));
+    sh.send("\x1a");
+    assert!(
+        sh.wait_for("Stopped", Duration::from_secs(20)),
+        "{}",
+        sh.output()
+    );
+    let stopped = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        state(pid) == Some('T')
+    });
+    assert!(
+        stopped,
+        "the setsid member ran on while the guard was suspended:\n{}",
+        processes()
+    );
+    sh.send("fg\n");
+    let running = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        state(pid).is_some_and(|s| s != 'T')
+    });
+    assert!(
+        running,
+        "fg did not continue the setsid member:\n{}",
+        processes()
+    );
+    // The job goes on with its setsid member (Ctrl-C reaches only the terminal's group): the
+    // guard still guards it, and ends once it does.
+    sh.send("\x03");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(state(pid).map(|s| s != 'T'), Some(true), "{}", processes());
+    // SAFETY: kill has no memory-safety preconditions; the sleep is this test's.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    assert!(
+        sh.wait_for("stopped on signal 2", Duration::from_secs(15))
+            || sh.wait_for("killed by signal", Duration::from_secs(1)),
+        "the guard did not end with its job: {}",
+        sh.output()
+    );
+}
+
+fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}

@@ -4,14 +4,18 @@
 //! by the process footprint, which drops when pages are compressed or swapped out. This crate
 //! holds the OS boundary ([`counters`] reads memory numbers, [`unix`] sends signals), process
 //! identity and trees ([`process`], [`members`]), the app's process list ([`process_list`]), the one sampling loop ([`sampler`]), in-memory
-//! history ([`history`]), pure decisions ([`policy`], [`stages`]), the job engine ([`engine`]),
-//! stopping and pausing processes safely ([`enforce`]), JSONL traces ([`trace`], [`summary`]),
+//! history ([`history`]), pure decisions ([`policy`], [`stages`]), the job engine ([`engine`])
+//! and what its actions did ([`effects`]), the loop that drives a job live or from a trace
+//! ([`drive`]), stopping and pausing processes safely ([`enforce`]), JSONL traces ([`trace`], [`summary`]),
 //! charts ([`chart`]), units ([`units`]), where files live ([`paths`]), settings
 //! ([`settings`]), SQLite persistence ([`store`]) and the job files of terminal guards
 //! ([`jobfile`]). `ARCHITECTURE.md` is the map. It has no Tauri and no clap in it.
 
 pub mod chart;
 pub mod counters;
+#[cfg(unix)]
+pub mod drive;
+pub mod effects;
 #[cfg(unix)]
 pub mod enforce;
 pub mod engine;

@@ -1,13 +1,21 @@
 //! Stage marks from inside a job: how a job tells Headroom "the decode starts now".
 //!
-//! Each Headroom process that runs jobs (`headroom guard`, `headroom watch`) listens on a
-//! Unix socket of its own, `<state dir>/marks/<pid>.sock` (mode 0600); `guard` also passes
-//! its path to the command in [`MARK_ENV`]. The protocol is one JSON line each way:
+//! Each Headroom process that runs jobs (`headroom guard`, `headroom watch`, the app)
+//! listens on a Unix socket of its own, `<run dir>/<pid>.sock` (mode 0600, in a private
+//! per-user folder short enough for `sun_path`: [`crate::paths::Dirs::run_dir`]); `guard`
+//! also passes its path to the command in [`MARK_ENV`]. The protocol is one JSON line each
+//! way:
 //!
 //! ```text
 //! → {"stage":"decode"}
-//! ← ok            (or: error: <why>)
+//! ← ok            (or: queued; or: error: <why>)
 //! ```
+//!
+//! `queued` means the request was handed to the job's driver, which had not answered within
+//! a second: it will be carried out if it still makes sense then. Connections are served
+//! concurrently, at most [`MAX_CONNECTIONS`] at a time (a new one closes the oldest), each
+//! with [`LINE_DEADLINE`] in all to send its line: idle or byte-dripping clients cannot
+//! delay anybody's request.
 //!
 //! A mark is accepted only from a live member of the job: the server asks the kernel who
 //! connected (`unix::peer`) and looks that pid up among the job's members, so a process
@@ -20,11 +28,14 @@
 //! the server whose job has that pid as its leader answers `ok`. Only the user who runs the
 //! guard can connect (the socket is 0600 in a 0700 folder).
 
+use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
+use std::net::Shutdown;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -36,8 +47,24 @@ pub const MARK_ENV: &str = "HEADROOM_MARK";
 pub const MAX_STAGE_BYTES: usize = 200;
 /// Longest request line read, bytes (a longer one is refused without reading on).
 const MAX_LINE_BYTES: usize = 1024;
-/// How long a client may take to send its line or read the answer.
-const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a client may take to send its whole line (and to read the answer).
+pub const LINE_DEADLINE: Duration = Duration::from_secs(2);
+/// Connections served at once at most; a new one closes the oldest.
+pub const MAX_CONNECTIONS: usize = 32;
+/// How long a client waits for the answer in all.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
+
+/// What the server says to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Done (or taken: a mark).
+    Done,
+    /// Handed to the job's driver, which did not answer in time: it will carry it out if it
+    /// still makes sense then.
+    Queued,
+    /// Not done, and why.
+    Refused(String),
+}
 
 /// One mark line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,28 +73,7 @@ pub struct MarkLine {
     pub stage: String,
 }
 
-/// What the owner of a job may ask of its guard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Control {
-    /// Pause it now.
-    Pause,
-    /// Continue it, paused.
-    Resume,
-    /// Stop it (SIGTERM, then SIGKILL after the grace).
-    Stop,
-}
-
-impl Control {
-    /// `pause`, `resume` or `stop`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Control::Pause => "pause",
-            Control::Resume => "resume",
-            Control::Stop => "stop",
-        }
-    }
-}
+pub use crate::effects::Control;
 
 /// The answer of a server that has no job with `pid` (the client then asks the next one).
 pub fn not_here(pid: u32) -> String {
@@ -134,11 +140,11 @@ pub struct MarkServer {
 }
 
 impl MarkServer {
-    /// Listens on `socket_path(marks_dir, our pid)`, creating `marks_dir` (0700) and
+    /// Listens on `socket_path(marks_dir, our pid)`, creating `marks_dir` (private: see
+    /// [`crate::paths::ensure_private_dir`]) and
     /// replacing a stale socket of a dead process with our pid.
     pub fn bind(marks_dir: &Path) -> io::Result<MarkServer> {
-        std::fs::create_dir_all(marks_dir)?;
-        std::fs::set_permissions(marks_dir, std::fs::Permissions::from_mode(0o700))?;
+        crate::paths::ensure_private_dir(marks_dir)?;
         let path = socket_path(marks_dir, std::process::id());
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
@@ -154,20 +160,23 @@ impl MarkServer {
         &self.path
     }
 
-    /// Serves requests on a thread until the process ends: `accept(peer_pid, request)`
-    /// carries one out or says why not (its error is sent back as the answer).
+    /// Serves requests until the process ends: connections concurrently (at most
+    /// [`MAX_CONNECTIONS`], the oldest closed for a new one), each read within
+    /// [`LINE_DEADLINE`]; `accept(peer_pid, request)` says what to answer.
     pub fn serve(
         &mut self,
-        accept: impl Fn(u32, Request) -> Result<(), String> + Send + 'static,
+        accept: impl Fn(u32, Request) -> Answer + Send + Sync + 'static,
     ) -> io::Result<()> {
         let Some(listener) = self.listener.take() else {
             return Ok(());
         };
+        let accept = Arc::new(accept);
         std::thread::Builder::new()
             .name("headroom-marks".into())
             .spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    if let Err(e) = answer(stream, &accept) {
+                let open: Open = Arc::default();
+                for (n, stream) in (0u64..).zip(listener.incoming().flatten()) {
+                    if let Err(e) = handle(n, stream, &open, &accept) {
                         tracing::debug!(error = %e, "a mark connection failed");
                     }
                 }
@@ -176,41 +185,107 @@ impl MarkServer {
     }
 }
 
+/// The connections being served, oldest first.
+type Open = Arc<Mutex<VecDeque<(u64, UnixStream)>>>;
+
+/// Registers connection `n` (closing the oldest past the limit) and answers it on a thread.
+fn handle<F>(n: u64, stream: UnixStream, open: &Open, accept: &Arc<F>) -> io::Result<()>
+where
+    F: Fn(u32, Request) -> Answer + Send + Sync + 'static,
+{
+    {
+        let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
+        while open.len() >= MAX_CONNECTIONS {
+            if let Some((_, oldest)) = open.pop_front() {
+                let _ = oldest.shutdown(Shutdown::Both);
+            }
+        }
+        open.push_back((n, stream.try_clone()?));
+    }
+    let (open, accept) = (Arc::clone(open), Arc::clone(accept));
+    std::thread::Builder::new()
+        .name("headroom-mark".into())
+        .spawn(move || {
+            if let Err(e) = answer(stream, &*accept) {
+                tracing::debug!(error = %e, "a mark connection failed");
+            }
+            open.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|(id, _)| *id != n);
+        })?;
+    Ok(())
+}
+
 impl Drop for MarkServer {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
-/// Reads one line from `stream`, checks it and its sender, answers.
-fn answer(
-    stream: UnixStream,
-    accept: &impl Fn(u32, Request) -> Result<(), String>,
-) -> io::Result<()> {
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let pid = peer_pid(&stream)?;
+/// Reads one line from `stream` within [`LINE_DEADLINE`] in all (at most
+/// [`MAX_LINE_BYTES`] and one more byte); `None` when nothing whole came in time.
+fn read_line(mut stream: &UnixStream) -> io::Result<Option<Vec<u8>>> {
+    let deadline = Instant::now() + LINE_DEADLINE;
     let mut line = Vec::new();
-    // At most one byte past the limit is read: a longer line is refused, not buffered.
-    let mut reader = BufReader::new(io::Read::take(&stream, MAX_LINE_BYTES as u64 + 1));
-    reader.read_until(b'\n', &mut line)?;
-    let verdict = if line.len() > MAX_LINE_BYTES {
-        Err(format!(
+    let mut chunk = [0u8; 256];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = match io::Read::read(&mut stream, &mut chunk) {
+            Ok(0) => return Ok(Some(line)),
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(None)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        line.extend_from_slice(&chunk[..n]);
+        if line.contains(&b'\n') || line.len() > MAX_LINE_BYTES {
+            return Ok(Some(line));
+        }
+    }
+}
+
+/// Reads one line from `stream`, checks it and its sender, answers.
+fn answer(stream: UnixStream, accept: &impl Fn(u32, Request) -> Answer) -> io::Result<()> {
+    stream.set_write_timeout(Some(LINE_DEADLINE))?;
+    let pid = peer_pid(&stream)?;
+    let Some(mut line) = read_line(&stream)? else {
+        return Ok(()); // nothing whole in time: closed without an answer
+    };
+    let too_long = line.len() > MAX_LINE_BYTES && !line[..MAX_LINE_BYTES].contains(&b'\n');
+    if let Some(end) = line.iter().position(|&b| b == b'\n') {
+        line.truncate(end);
+    }
+    let verdict = if too_long {
+        Answer::Refused(format!(
             "the mark line is longer than {MAX_LINE_BYTES} bytes"
         ))
     } else {
-        serde_json::from_slice::<Line>(&line)
+        match serde_json::from_slice::<Line>(&line)
             .map_err(|e| format!("not a mark line ({e}): expected {{\"stage\":\"NAME\"}}"))
             .and_then(|line| match line {
                 Line::Mark(m) => check_stage(&m.stage).map(|s| Request::Mark(s.to_string())),
                 Line::Control { control, pid } => Ok(Request::Control { control, pid }),
-            })
-            .and_then(|request| accept(pid, request))
+            }) {
+            Ok(request) => accept(pid, request),
+            Err(why) => Answer::Refused(why),
+        }
     };
     let mut out = &stream;
     match verdict {
-        Ok(()) => out.write_all(b"ok\n"),
-        Err(why) => out.write_all(format!("error: {why}\n").as_bytes()),
+        Answer::Done => out.write_all(b"ok\n"),
+        Answer::Queued => out.write_all(b"queued\n"),
+        Answer::Refused(why) => out.write_all(format!("error: {why}\n").as_bytes()),
     }
 }
 
@@ -241,8 +316,17 @@ pub enum MarkError {
     },
 }
 
+/// What a server did with a request it accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Done.
+    Done,
+    /// Handed to the job's driver, which will carry it out if it still makes sense.
+    Queued,
+}
+
 /// Sends a mark for `stage` to the socket at `path`; `Ok` once the guard took it.
-pub fn send_mark(path: &Path, stage: &str) -> Result<(), MarkError> {
+pub fn send_mark(path: &Path, stage: &str) -> Result<Sent, MarkError> {
     send_line(
         path,
         &Line::Mark(MarkLine {
@@ -251,8 +335,8 @@ pub fn send_mark(path: &Path, stage: &str) -> Result<(), MarkError> {
     )
 }
 
-/// Asks the server at `path` to `control` its job whose leader is `pid`; `Ok` once done.
-pub fn send_control(path: &Path, control: Control, pid: u32) -> Result<(), MarkError> {
+/// Asks the server at `path` to `control` its job whose leader is `pid`.
+pub fn send_control(path: &Path, control: Control, pid: u32) -> Result<Sent, MarkError> {
     send_line(path, &Line::Control { control, pid })
 }
 
@@ -273,7 +357,7 @@ pub fn sockets(marks_dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn send_line(path: &Path, request: &Line) -> Result<(), MarkError> {
+fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
     let io_err = |source| MarkError::Io {
         path: path.to_path_buf(),
         source,
@@ -282,8 +366,10 @@ fn send_line(path: &Path, request: &Line) -> Result<(), MarkError> {
         path: path.to_path_buf(),
         source,
     })?;
-    stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
-    stream.set_write_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
+    stream.set_read_timeout(Some(ANSWER_WAIT)).map_err(io_err)?;
+    stream
+        .set_write_timeout(Some(LINE_DEADLINE))
+        .map_err(io_err)?;
     let mut line = serde_json::to_vec(request).map_err(|e| io_err(io::Error::other(e)))?;
     line.push(b'\n');
     stream.write_all(&line).map_err(io_err)?;
@@ -292,7 +378,8 @@ fn send_line(path: &Path, request: &Line) -> Result<(), MarkError> {
         .read_line(&mut reply)
         .map_err(io_err)?;
     match reply.trim_end() {
-        "ok" => Ok(()),
+        "ok" => Ok(Sent::Done),
+        "queued" => Ok(Sent::Queued),
         "" => Err(MarkError::Refused("the guard closed the connection".into())),
         other => Err(MarkError::Refused(
             other.strip_prefix("error: ").unwrap_or(other).to_string(),
@@ -324,15 +411,20 @@ mod tests {
         assert_eq!(mode, 0o600);
         let (tx, rx) = mpsc::channel();
         server
-            .serve(move |pid, request| match request {
-                Request::Mark(stage) if stage == "forbidden" => Err("not in this job".into()),
-                Request::Mark(stage) => tx.send((pid, stage)).map_err(|e| e.to_string()),
-                Request::Control { control, pid } => tx
-                    .send((pid, control.as_str().to_string()))
-                    .map_err(|e| e.to_string()),
+            .serve(move |pid, request| {
+                let sent = match request {
+                    Request::Mark(stage) if stage == "forbidden" => {
+                        return Answer::Refused("not in this job".into())
+                    }
+                    Request::Mark(stage) => tx.send((pid, stage)),
+                    Request::Control { control, pid } => {
+                        tx.send((pid, control.as_str().to_string()))
+                    }
+                };
+                sent.map_or_else(|e| Answer::Refused(e.to_string()), |()| Answer::Done)
             })
             .unwrap();
-        send_mark(&path, "decode").unwrap();
+        assert_eq!(send_mark(&path, "decode").unwrap(), Sent::Done);
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
             (std::process::id(), "decode".to_string())

@@ -10,13 +10,26 @@
 //!
 //! The job runs while any member lives. [`MemberSet::refresh`] runs once a tick on the
 //! sampler thread: it drops members that are gone (a failed read never drops one), finds new
-//! ones among the children of live members (and of the reaper), and sums their memory.
+//! ones among the children of live members (and of the reaper), reads each one's state
+//! (running, stopped) and sums their memory. Every read is complete and fresh: the members
+//! and states a tick reports are what a stop or a pause is verified against.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::counters::{CounterSource, Counters};
+use serde::Serialize;
+
+use crate::counters::{CounterSource, RunState};
 use crate::process::{ProcessIdentity, TreeMemory};
+
+/// One live member of a job, as last looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Member {
+    /// Who it is.
+    pub id: ProcessIdentity,
+    /// What it was doing (never [`RunState::Dead`]: a dead member is no member).
+    pub state: RunState,
+}
 
 /// The processes of one job.
 #[derive(Debug, Clone)]
@@ -24,7 +37,7 @@ pub struct Members {
     root: ProcessIdentity,
     /// A process whose children all belong to the job (the subreaper that started it).
     reaper: Option<u32>,
-    live: Vec<ProcessIdentity>,
+    live: Vec<Member>,
     ever: HashSet<ProcessIdentity>,
 }
 
@@ -36,7 +49,10 @@ impl Members {
         Members {
             root: leader,
             reaper,
-            live: vec![leader],
+            live: vec![Member {
+                id: leader,
+                state: RunState::Running,
+            }],
             ever: HashSet::from([leader]),
         }
     }
@@ -52,7 +68,7 @@ impl Members {
     }
 
     /// Live members, parents before their children as found.
-    pub fn live(&self) -> &[ProcessIdentity] {
+    pub fn live(&self) -> &[Member] {
         &self.live
     }
 
@@ -61,10 +77,19 @@ impl Members {
         u32::try_from(self.ever.len()).unwrap_or(u32::MAX)
     }
 
-    /// Drops members that are gone and adds new descendants; returns the live count.
-    pub fn discover(&mut self, counters: &Counters) -> usize {
-        self.live.retain(|id| id.is_alive(counters));
-        let mut queue: Vec<u32> = self.live.iter().map(|id| id.pid).collect();
+    /// Drops members that are gone, reads the state of the others and adds new
+    /// descendants; returns the live count.
+    pub fn discover(&mut self, counters: &impl CounterSource) -> usize {
+        self.live
+            .retain_mut(|member| match counters.process_state(member.id.pid) {
+                Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
+                    member.state = now.run;
+                    true
+                }
+                Ok(_) => false, // exited, or the pid names another process now
+                Err(e) => !e.is_gone(),
+            });
+        let mut queue: Vec<u32> = self.live.iter().map(|m| m.id.pid).collect();
         queue.extend(self.reaper);
         let mut visited: HashSet<u32> = queue.iter().copied().collect();
         while let Some(parent) = queue.pop() {
@@ -72,15 +97,21 @@ impl Members {
                 if !visited.insert(child) {
                     continue;
                 }
-                let Ok(start_time) = counters.start_time(child) else {
+                let Ok(state) = counters.process_state(child) else {
                     continue;
                 };
+                if state.run == RunState::Dead {
+                    continue;
+                }
                 let id = ProcessIdentity {
                     pid: child,
-                    start_time,
+                    start_time: state.start_time,
                 };
-                if !self.live.contains(&id) {
-                    self.live.push(id);
+                if !self.live.iter().any(|m| m.id == id) {
+                    self.live.push(Member {
+                        id,
+                        state: state.run,
+                    });
                     self.ever.insert(id);
                 }
                 queue.push(child);
@@ -91,7 +122,7 @@ impl Members {
 
     /// [`Members::discover`], then the summed memory of the live members; `None` once no
     /// member lives. A member whose memory cannot be read still counts as alive.
-    pub fn refresh(&mut self, counters: &Counters) -> Option<TreeMemory> {
+    pub fn refresh(&mut self, counters: &impl CounterSource) -> Option<TreeMemory> {
         if self.discover(counters) == 0 {
             return None;
         }
@@ -100,14 +131,14 @@ impl Members {
             ..TreeMemory::default()
         };
         let mut gone = Vec::new();
-        for id in &self.live {
-            match counters.process_memory(id.pid) {
+        for member in &self.live {
+            match counters.process_memory(member.id.pid) {
                 Ok(m) => total.add(&m),
-                Err(e) if e.is_gone() => gone.push(*id),
+                Err(e) if e.is_gone() => gone.push(member.id),
                 Err(_) => total.processes += 1,
             }
         }
-        self.live.retain(|id| !gone.contains(id));
+        self.live.retain(|m| !gone.contains(&m.id));
         (!self.live.is_empty()).then_some(total)
     }
 }
@@ -133,7 +164,7 @@ impl MemberSet {
     }
 
     /// Live members as last refreshed.
-    pub fn live(&self) -> Vec<ProcessIdentity> {
+    pub fn live(&self) -> Vec<Member> {
         self.lock().live().to_vec()
     }
 
@@ -143,15 +174,17 @@ impl MemberSet {
     }
 
     /// Finds new members and drops gone ones now; returns the live members.
-    pub fn discover(&self, counters: &Counters) -> Vec<ProcessIdentity> {
+    pub fn discover(&self, counters: &impl CounterSource) -> Vec<Member> {
         let mut members = self.lock();
         members.discover(counters);
         members.live().to_vec()
     }
 
-    /// See [`Members::refresh`].
-    pub fn refresh(&self, counters: &Counters) -> Option<TreeMemory> {
-        self.lock().refresh(counters)
+    /// [`Members::refresh`], and the live members it found.
+    pub fn refresh(&self, counters: &impl CounterSource) -> (Option<TreeMemory>, Vec<Member>) {
+        let mut members = self.lock();
+        let memory = members.refresh(counters);
+        (memory, members.live().to_vec())
     }
 
     /// True when both handles share one set.
@@ -168,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_reparented_grandchild_stays_a_member() {
-        let counters = Counters::new();
+        let counters = crate::counters::Counters::new();
         // sh starts a background sleep and waits a little, then exits: the sleep is
         // re-parented (to init or a subreaper) but must stay a member.
         let mut sh = Command::new("sh")
@@ -187,14 +220,16 @@ mod tests {
         let sleep_pid: u32 = line.trim().parse().unwrap();
         let found = (0..100).any(|_| {
             std::thread::sleep(Duration::from_millis(10));
-            set.discover(&counters).iter().any(|m| m.pid == sleep_pid)
+            set.discover(&counters)
+                .iter()
+                .any(|m| m.id.pid == sleep_pid)
         });
         assert!(found, "the background child was not found");
         sh.wait().unwrap();
         let live = set.discover(&counters);
         assert_eq!(live.len(), 1, "{live:?}");
-        assert_eq!(live[0].pid, sleep_pid);
-        assert!(set.refresh(&counters).is_some_and(|m| m.processes == 1));
+        assert_eq!(live[0].id.pid, sleep_pid);
+        assert!(set.refresh(&counters).0.is_some_and(|m| m.processes == 1));
         assert_eq!(
             set.ever(),
             3,
@@ -204,7 +239,7 @@ mod tests {
         unsafe { libc::kill(sleep_pid as i32, libc::SIGKILL) };
         assert!((0..100).any(|_| {
             std::thread::sleep(Duration::from_millis(20));
-            set.refresh(&counters).is_none()
+            set.refresh(&counters).0.is_none()
         }));
     }
 }

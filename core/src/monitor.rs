@@ -180,11 +180,18 @@ mod tests {
     }
 
     fn watch_spec(command: &str) -> crate::engine::JobSpec {
-        crate::engine::JobSpec {
-            command: command.into(),
-            mode: crate::engine::JobMode::Watch,
-            limits: crate::policy::Limits::default(),
-            poll: Duration::from_millis(500),
+        crate::engine::JobSpec::new(
+            command.into(),
+            crate::engine::JobMode::Watch,
+            crate::policy::Limits::default(),
+            Duration::from_millis(500),
+        )
+    }
+
+    fn moment(at: SystemTime) -> crate::engine::Moment {
+        crate::engine::Moment {
+            at,
+            clock: Duration::ZERO,
         }
     }
 
@@ -245,7 +252,7 @@ mod tests {
             MemberSet::new(Members::of_process(id)),
             spec,
             1 << 30,
-            SystemTime::now(),
+            moment(SystemTime::now()),
         );
         m.jobs.mark(job, "load", Duration::from_secs(50));
         m.jobs.mark(job, "decode", Duration::from_secs(53));
@@ -280,13 +287,14 @@ mod tests {
             MemberSet::new(Members::of_process(id)),
             spec,
             1 << 30,
-            start.at,
+            moment(start.at),
         );
         // Its process is gone at the first sample: the job ends with a verdict.
         let gone = Sample {
             tracked: vec![TrackedSample {
                 identity: id,
                 memory: None,
+                members: Vec::new(),
             }],
             ..start
         };

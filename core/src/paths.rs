@@ -13,10 +13,16 @@
 //! everything lives under it instead: `$HEADROOM_HOME/data`, `$HEADROOM_HOME/config` and
 //! `$HEADROOM_HOME/state`, so tests and the app's end-to-end tests can isolate themselves.
 //! If no home directory can be found at all (a service account without `$HOME`), the folders
-//! fall back to `<temp dir>/headroom/{data,config,state}`: Headroom still works, but its
-//! history and settings may not outlive a reboot.
+//! fall back to `<temp dir>/headroom-<uid>/{data,config,state}`: Headroom still works, but
+//! its history and settings may not outlive a reboot. That folder is private (0700) and must
+//! be ours: one another user made first is refused ([`ensure_private_dir`]), never used.
 //!
-//! Nothing here creates a folder; writers create what they need ([`write_atomic`] does).
+//! [`Dirs::run_dir`] holds the jobs' sockets: a private per-user folder whose socket paths
+//! always fit `sun_path` (104 bytes on macOS, 108 on Linux), so a long home never turns
+//! pause, resume, stop and stage marks off.
+//!
+//! Nothing here creates a folder but [`ensure_private_dir`]; writers create what they need
+//! ([`write_atomic`] does).
 
 use std::ffi::OsString;
 use std::fs;
@@ -41,7 +47,20 @@ pub struct Dirs {
     pub config_dir: PathBuf,
     /// State that is not worth backing up: job files of running guards.
     pub state_dir: PathBuf,
+    /// The jobs' sockets (see [`Dirs::run_dir`]).
+    pub run_dir: PathBuf,
 }
+
+/// The longest socket path this OS takes, bytes, its NUL left out (`sun_path`: 104 on
+/// macOS, `bsd/sys/un.h`; 108 on Linux).
+#[cfg(target_os = "macos")]
+pub const SOCKET_PATH_MAX: usize = 103;
+/// The longest socket path this OS takes, bytes, its NUL left out (`sun_path`: 104 on
+/// macOS, `bsd/sys/un.h`; 108 on Linux).
+#[cfg(not(target_os = "macos"))]
+pub const SOCKET_PATH_MAX: usize = 107;
+/// The longest socket name in [`Dirs::run_dir`]: the largest pid, `.sock`.
+const SOCKET_NAME_MAX: usize = "/4294967295.sock".len();
 
 impl Dirs {
     /// The folders for this process: under `$HEADROOM_HOME` when set, else the platform's.
@@ -49,13 +68,25 @@ impl Dirs {
         Dirs::resolve(std::env::var_os(HOME_ENV))
     }
 
-    /// Everything under `home`: `home/data`, `home/config`, `home/state`.
+    /// Everything under `home`: `home/data`, `home/config`, `home/state`, `home/run` (or,
+    /// when `home/run` is too long for a socket path, a private folder named after `home`
+    /// in the per-user run folder).
     pub fn under(home: impl AsRef<Path>) -> Self {
         let home = home.as_ref();
+        let run = home.join("run");
+        let run_dir = if fits_sockets(&run) {
+            run
+        } else {
+            user_run_dir().join(format!(
+                "h{:016x}",
+                fnv1a(home.as_os_str().as_encoded_bytes())
+            ))
+        };
         Dirs {
             data_dir: home.join("data"),
             config_dir: home.join("config"),
             state_dir: home.join("state"),
+            run_dir,
         }
     }
 
@@ -74,20 +105,22 @@ impl Dirs {
                     config_dir: project.config_dir().to_path_buf(),
                     data_dir,
                     state_dir,
+                    run_dir: platform_run_dir(),
                 }
             }
-            None => Dirs::under(std::env::temp_dir().join("headroom")),
+            None => Dirs::under(user_tmp_dir()),
         }
+    }
+
+    /// Where the jobs' sockets are (`crate::marks`): private (0700), ours, and short enough
+    /// for any socket path in it.
+    pub fn run_dir(&self) -> PathBuf {
+        self.run_dir.clone()
     }
 
     /// Where `headroom guard` publishes its jobs: `state_dir/jobs`.
     pub fn jobs_dir(&self) -> PathBuf {
         self.state_dir.join("jobs")
-    }
-
-    /// Where jobs' stage-mark sockets live: `state_dir/marks` (see `crate::marks`).
-    pub fn marks_dir(&self) -> PathBuf {
-        self.state_dir.join("marks")
     }
 
     /// `config_dir/settings.toml`.
@@ -99,6 +132,87 @@ impl Dirs {
     pub fn history_db_path(&self) -> PathBuf {
         self.data_dir.join(HISTORY_DB_FILE)
     }
+}
+
+/// True when every socket path in `dir` fits `sun_path`.
+fn fits_sockets(dir: &Path) -> bool {
+    dir.as_os_str().len() + SOCKET_NAME_MAX <= SOCKET_PATH_MAX
+}
+
+/// `<temp dir>/headroom-<uid>`: this user's folder when there is no home.
+fn user_tmp_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("headroom-{}", crate::unix::signals::current_uid()))
+}
+
+/// `/tmp/headroom-<uid>/run`: short on every OS (a per-user `$TMPDIR` on macOS is long).
+fn user_run_dir() -> PathBuf {
+    PathBuf::from(format!(
+        "/tmp/headroom-{}",
+        crate::unix::signals::current_uid()
+    ))
+    .join("run")
+}
+
+/// The platform's run folder: `$XDG_RUNTIME_DIR/headroom` on Linux when it is set and
+/// short enough, else [`user_run_dir`].
+fn platform_run_dir() -> PathBuf {
+    #[cfg(target_os = "linux")]
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|p| p.join("headroom"))
+        .filter(|p| fits_sockets(p))
+    {
+        return runtime;
+    }
+    user_run_dir()
+}
+
+/// FNV-1a, 64 bits: a short, stable name for a long path.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Creates `dir` (and its parents) private to us, or checks that it is: a folder (not a
+/// link), owned by our uid, with no access for group or others. A folder another user made
+/// first (in a shared `/tmp`) is refused with an error that says so, never used: it could
+/// read our job files or take our sockets' place.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.exists() {
+            ensure_private_dir(parent)?;
+        }
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = fs::symlink_metadata(dir)?;
+    let refuse = |why: String| {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("refusing {}: {why}", dir.display()),
+        ))
+    };
+    let uid = crate::unix::signals::current_uid();
+    if !meta.is_dir() {
+        return refuse("not a folder".into());
+    }
+    if meta.uid() != uid {
+        return refuse(format!(
+            "owned by uid {}, not by us (uid {uid})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        // Ours: make it private again.
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// Writes `contents` to `path` atomically: to a temporary file in the same folder, flushed to
@@ -179,6 +293,59 @@ mod tests {
             dirs.history_db_path(),
             PathBuf::from("/tmp/hr-test/data/history.db")
         );
+    }
+
+    #[test]
+    fn socket_paths_always_fit() {
+        // A long home: the run folder moves to a short private one, named after it.
+        let long = PathBuf::from(format!("/home/{}/{}", "u".repeat(60), "x".repeat(200)));
+        for home in [PathBuf::from("/tmp/hr-test"), long.clone()] {
+            let dirs = Dirs::under(&home);
+            let worst = dirs.run_dir().join("4294967295.sock");
+            assert!(
+                worst.as_os_str().len() <= SOCKET_PATH_MAX,
+                "{} is {} bytes",
+                worst.display(),
+                worst.as_os_str().len()
+            );
+        }
+        assert_eq!(
+            Dirs::under("/tmp/hr-test").run_dir(),
+            PathBuf::from("/tmp/hr-test/run")
+        );
+        let a = Dirs::under(&long).run_dir();
+        let b = Dirs::under(long.join("other")).run_dir();
+        assert_ne!(a, b, "two long homes share no socket folder");
+        // The worst case on macOS too (sun_path 104): the per-user folder, pid 99999.
+        let mac_worst = format!("/tmp/headroom-4294967295/run/h{:016x}/99999.sock", u64::MAX);
+        assert!(mac_worst.len() <= 103, "{}", mac_worst.len());
+    }
+
+    #[test]
+    fn a_private_dir_of_another_user_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b");
+        ensure_private_dir(&dir).unwrap();
+        let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let err = ensure_private_dir(&link).unwrap_err();
+        assert!(err.to_string().contains("not a folder"), "{err}");
+        if crate::unix::signals::current_uid() == 0 {
+            let theirs = tmp.path().join("theirs");
+            fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+            let err = ensure_private_dir(&theirs).unwrap_err();
+            assert!(err.to_string().contains("owned by uid 65534"), "{err}");
+        }
     }
 
     #[test]

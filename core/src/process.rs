@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{CounterSource, Counters, ProcessMemory, Result};
+use crate::counters::{CounterSource, ProcessMemory, Result};
 
 /// A process, identified so that a recycled pid never matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -19,7 +19,7 @@ pub struct ProcessIdentity {
 
 impl ProcessIdentity {
     /// Reads the identity of the running process `pid`.
-    pub fn of(counters: &Counters, pid: u32) -> Result<Self> {
+    pub fn of(counters: &impl CounterSource, pid: u32) -> Result<Self> {
         let info = counters.process_info(pid)?;
         Ok(ProcessIdentity {
             pid,
@@ -30,7 +30,7 @@ impl ProcessIdentity {
     /// Whether this exact process (same pid and start time) still exists: `Ok(false)` when
     /// it exited or its pid now names another process, an error when the OS would not say.
     /// One cheap read (Linux `/proc/PID/stat`, macOS `PROC_PIDTBSDINFO`).
-    pub fn alive(&self, counters: &Counters) -> Result<bool> {
+    pub fn alive(&self, counters: &impl CounterSource) -> Result<bool> {
         match counters.start_time(self.pid) {
             Ok(start_time) => Ok(start_time == self.start_time),
             Err(e) if e.is_gone() => Ok(false),
@@ -40,7 +40,7 @@ impl ProcessIdentity {
 
     /// True while this exact process still exists. A failed read counts as alive: only a
     /// process known to be gone is gone.
-    pub fn is_alive(&self, counters: &Counters) -> bool {
+    pub fn is_alive(&self, counters: &impl CounterSource) -> bool {
         self.alive(counters).unwrap_or(true)
     }
 }
@@ -76,7 +76,7 @@ impl TreeMemory {
 /// during the walk are left out; a loop in parent links cannot hang it. Tests use it to find
 /// the processes they spawned; a job's members are found by [`crate::members`].
 #[cfg(all(test, target_os = "linux"))]
-pub(crate) fn tree_pids(counters: &Counters, pid: u32) -> Vec<u32> {
+pub(crate) fn tree_pids(counters: &impl CounterSource, pid: u32) -> Vec<u32> {
     let mut seen = std::collections::HashSet::from([pid]);
     let mut out = vec![pid];
     let mut queue = std::collections::VecDeque::from([pid]);
@@ -91,15 +91,22 @@ pub(crate) fn tree_pids(counters: &Counters, pid: u32) -> Vec<u32> {
     out
 }
 
-/// Ancestors of `pid` (parent, grandparent, … up to the root), excluding `pid`.
-pub fn ancestors(counters: &Counters, pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
+/// Ancestors of `pid` (parent, grandparent, … up to the root), excluding `pid`, each by
+/// (pid, start time): a pid alone would name a process that got a dead ancestor's pid.
+pub fn ancestors(counters: &impl CounterSource, pid: u32) -> Vec<ProcessIdentity> {
+    let mut out: Vec<ProcessIdentity> = Vec::new();
     let mut current = pid;
-    while let Ok(info) = counters.process_info(current) {
-        if info.ppid == 0 || info.ppid == current || out.contains(&info.ppid) {
+    while let Ok(info) = counters.identity(current) {
+        if info.ppid == 0 || info.ppid == current || out.iter().any(|a| a.pid == info.ppid) {
             break;
         }
-        out.push(info.ppid);
+        let Ok(start_time) = counters.start_time(info.ppid) else {
+            break;
+        };
+        out.push(ProcessIdentity {
+            pid: info.ppid,
+            start_time,
+        });
         current = info.ppid;
     }
     out
@@ -111,7 +118,7 @@ mod tests {
 
     #[test]
     fn real_tree_and_ancestors_include_a_child() {
-        let counters = Counters::new();
+        let counters = crate::counters::Counters::new();
         let me = std::process::id();
         let mut child = std::process::Command::new("sleep")
             .arg("5")
@@ -124,7 +131,7 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert!(pids.contains(&child.id()));
-        assert_eq!(ancestors_of_child.first(), Some(&me));
+        assert_eq!(ancestors_of_child.first().map(|a| a.pid), Some(me));
         assert!(!id.is_alive(&counters), "reaped child must not be alive");
         let recycled = ProcessIdentity {
             pid: me,

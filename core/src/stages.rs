@@ -58,6 +58,9 @@ pub struct Reading {
     pub free_percent: f64,
 }
 
+/// Stages a job may have at most; later marks are refused (and said so).
+pub const MAX_STAGES: usize = 256;
+
 /// Per-stage figures as marks and readings come in, in time order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StageTracker {
@@ -77,8 +80,13 @@ impl StageTracker {
         }
     }
 
-    /// A stage named `stage` begins at `t_seconds`; the one before ends.
-    pub fn mark(&mut self, stage: &str, t_seconds: f64) {
+    /// A stage named `stage` begins at `t_seconds`; the one before ends. False (and nothing
+    /// recorded) once the job has [`MAX_STAGES`]: a job that marks in a loop cannot grow
+    /// its record, its job file or the verdict without bound.
+    pub fn mark(&mut self, stage: &str, t_seconds: f64) -> bool {
+        if self.stages.len() >= MAX_STAGES {
+            return false;
+        }
         let swap_start = self.last_swap.or(self.job_swap_start);
         self.swap_peak_in_stage = None;
         self.stages.push(StageFigures {
@@ -94,6 +102,7 @@ impl StageTracker {
         if swap_start.is_none() {
             self.swap_peak_in_stage = Some(u64::MAX);
         }
+        true
     }
 
     /// One reading, at or after the last mark.

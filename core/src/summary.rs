@@ -1,5 +1,5 @@
-//! Trace summaries and replays: the figures stageload publishes, and what the guard policy
-//! would have done over a recorded trace.
+//! Trace summaries: the figures stageload publishes. (What the guard would have done over a
+//! trace, a replay, is the driver's own loop: `crate::drive::replay`.)
 //!
 //! Samples are ordered by `t`, not file position (a meter thread and the pipeline write
 //! concurrently). The samples before the first stage event belong to `setup`. A stage's own
@@ -8,11 +8,8 @@
 //! finish, memory still belongs to the stage before. This rule reproduces the published
 //! per-stage peaks of every fixture trace.
 
-use std::time::Duration;
-
 use serde::Serialize;
 
-use crate::policy::{EndReason, Ledger, Limits, Observation, StopReason, Verdict};
 use crate::stages::{Reading, StageFigures, StageTracker};
 use crate::trace::{SampleRecord, Trace};
 
@@ -182,64 +179,4 @@ fn stage_figures(trace: &Trace, samples: &[&SampleRecord]) -> Vec<StageFigures> 
         tracker.mark(name, *t);
     }
     tracker.stages().to_vec()
-}
-
-/// What the guard policy would have done over a trace.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Replay {
-    /// When it would have stopped the job (`t` seconds), and why; `None` if never.
-    pub stopped_at_seconds: Option<f64>,
-    /// The stop reason.
-    pub reason: Option<StopReason>,
-    /// The stage running at that moment.
-    pub stage: Option<String>,
-    /// The verdict over the samples up to the stop (or all of them).
-    pub verdict: Verdict,
-}
-
-/// Runs the guard's stop rules over a trace's samples, in time order.
-pub fn replay(trace: &Trace, limits: &Limits) -> Option<Replay> {
-    let samples = sorted_samples(trace);
-    let first = samples.first()?;
-    let windows = stage_windows(trace);
-    let has_stages = windows.len() > 1;
-    let mut job = Ledger::new(first.swap_used);
-    for s in &samples {
-        let obs = Observation {
-            t: Duration::from_secs_f64(s.t.max(0.0)),
-            swap_used_bytes: s.swap_used,
-            free_percent: s.level,
-            footprint_bytes: Some(s.footprint),
-            compressed_bytes: s.compressed,
-        };
-        if let Some(reason) = job.observe(Some(limits), &obs) {
-            let stage = has_stages
-                .then(|| {
-                    windows
-                        .iter()
-                        .rev()
-                        .find(|w| w.1 <= s.t)
-                        .map(|w| w.0.clone())
-                })
-                .flatten();
-            let verdict = job.verdict(
-                limits.fits_tolerance_bytes,
-                EndReason::Stopped {
-                    reason: reason.clone(),
-                },
-            );
-            return Some(Replay {
-                stopped_at_seconds: Some(s.t),
-                reason: Some(reason),
-                stage,
-                verdict,
-            });
-        }
-    }
-    Some(Replay {
-        stopped_at_seconds: None,
-        reason: None,
-        stage: None,
-        verdict: job.verdict(limits.fits_tolerance_bytes, EndReason::Vanished),
-    })
 }

@@ -7,7 +7,7 @@
 //! half-written last line and reports any other bad line with its file and line number.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -218,58 +218,117 @@ pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
     parse_trace(BufReader::new(file), path)
 }
 
-/// Reads a trace from `reader`; errors name `path` and the line.
-pub fn parse_trace(reader: impl BufRead, path: &Path) -> Result<Trace, TraceError> {
+/// The longest trace line read, bytes: a longer one (or a file that never ends a line, like
+/// `/dev/zero`) is an error naming its line, not an allocation without bound.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The largest `t` a trace may hold, seconds (about 31 years).
+pub const MAX_T_SECONDS: f64 = 1e9;
+
+/// Reads a trace from `reader`; errors name `path` and the line. A last line cut off
+/// mid-write (no newline, not valid JSON) is dropped and noted; a complete line that is not
+/// a record is an error, wherever it is.
+pub fn parse_trace(mut reader: impl BufRead, path: &Path) -> Result<Trace, TraceError> {
     let err = |line: usize, message: String| TraceError {
         path: path.to_path_buf(),
         line,
         message,
     };
-    let mut lines: Vec<(usize, String)> = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        lines.push((i + 1, line.map_err(|e| err(i + 1, e.to_string()))?));
-    }
-    let last_content = lines.iter().rposition(|(_, l)| !l.trim().is_empty());
     let mut trace = Trace::default();
-    for (idx, (number, line)) in lines.iter().enumerate() {
+    let mut buf = Vec::new();
+    for number in 1.. {
+        buf.clear();
+        let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX) + 1;
+        let read = (&mut reader)
+            .take(limit)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| err(number, e.to_string()))?;
+        if read == 0 {
+            break;
+        }
+        let complete = buf.last() == Some(&b'\n');
+        if !complete && buf.len() > MAX_LINE_BYTES {
+            return Err(err(
+                number,
+                format!(
+                    "the line is longer than {} MiB: not a trace",
+                    MAX_LINE_BYTES >> 20
+                ),
+            ));
+        }
+        let line = String::from_utf8_lossy(&buf);
         if line.trim().is_empty() {
             continue;
         }
-        let record: Record = match serde_json::from_str(line) {
+        let record: Record = match serde_json::from_str(&line) {
             Ok(r) => r,
-            Err(_) if Some(idx) == last_content && looks_cut(line) => {
+            Err(_) if !complete && looks_cut(&line) => {
                 trace.truncated = true;
-                continue;
+                break;
             }
-            Err(e) => return Err(err(*number, format!("not a trace record: {e}"))),
+            Err(e) => return Err(err(number, format!("not a trace record: {e}"))),
         };
-        match record {
-            Record::Start {
-                utc,
-                interval,
-                mut meta,
-            } => {
-                if let Some(utc) = utc {
-                    meta.insert("utc".into(), Value::String(utc));
-                }
-                if let Some(i) = interval.and_then(serde_json::Number::from_f64) {
-                    meta.insert("interval".into(), Value::Number(i));
-                }
-                trace.start = Some(meta);
-            }
-            Record::Sample(s) => trace.samples.push(s),
-            Record::Event(e) => trace.events.push(e),
-            Record::Error { t, error } => trace.errors.push((t, error)),
-            Record::End { .. } => trace.ended = true,
-            Record::Unknown => {}
+        if let Err(message) = check_record(&record) {
+            return Err(err(number, message));
         }
+        add_record(&mut trace, record);
     }
     Ok(trace)
+}
+
+/// A record's times are seconds a run can have: finite, from 0 to [`MAX_T_SECONDS`].
+fn check_record(record: &Record) -> Result<(), String> {
+    let t = match record {
+        Record::Sample(s) => {
+            if !s.level.is_finite() {
+                return Err(format!("level {} is not a percentage", s.level));
+            }
+            Some(s.t)
+        }
+        Record::Event(e) => Some(e.t),
+        Record::Error { t, .. } => *t,
+        _ => None,
+    };
+    match t {
+        Some(t) if !(0.0..=MAX_T_SECONDS).contains(&t) => Err(format!(
+            "t = {t} is not a time since the start in seconds (0 to {MAX_T_SECONDS:e})"
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn add_record(trace: &mut Trace, record: Record) {
+    match record {
+        Record::Start {
+            utc,
+            interval,
+            mut meta,
+        } => {
+            if let Some(utc) = utc {
+                meta.insert("utc".into(), Value::String(utc));
+            }
+            if let Some(i) = interval.and_then(serde_json::Number::from_f64) {
+                meta.insert("interval".into(), Value::Number(i));
+            }
+            trace.start = Some(meta);
+        }
+        Record::Sample(s) => trace.samples.push(s),
+        Record::Event(e) => trace.events.push(e),
+        Record::Error { t, error } => trace.errors.push((t, error)),
+        Record::End { .. } => trace.ended = true,
+        Record::Unknown => {}
+    }
 }
 
 /// A line cut off mid-write: valid JSON never ends without its closing brace.
 fn looks_cut(line: &str) -> bool {
     !line.trim_end().ends_with('}') || serde_json::from_str::<Value>(line).is_err()
+}
+
+/// True when a sample at `t` is due after the last one kept at `last`, for a series kept
+/// one per `interval` (a tenth of it early is fine: ticks never land exactly on it). The one
+/// thinning rule of traces, reports and replays: checks may come faster than the poll.
+pub fn due(last: Option<Duration>, t: Duration, interval: Duration) -> bool {
+    last.is_none_or(|last| t + interval / 10 >= last + interval)
 }
 
 /// Serde helper: `SystemTime` as fractional Unix seconds.

@@ -133,6 +133,24 @@ fn seconds_to_duration(seconds: f64) -> Option<Duration> {
         .then(|| Duration::from_secs_f64(seconds))
 }
 
+/// `text` safe to print on a terminal: control characters (ESC, BEL, newlines, …) are
+/// shown as `\x1b`-style escapes, so a process's command line chosen by someone else cannot
+/// move the cursor, set the window title or clear the screen.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.push_str(&c.escape_unicode().to_string().replace("\\u{", "\\x{"));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Formats a duration for people: `850 ms`, `12.3 s`, `4m 05s`, `2h 03m`.
 pub fn format_duration(d: Duration) -> String {
     let s = d.as_secs_f64();

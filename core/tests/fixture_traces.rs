@@ -7,8 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use headroom_core::drive::{replay, Replay};
+use headroom_core::engine::{JobMode, JobSpec};
 use headroom_core::policy::{Limits, StopReason};
-use headroom_core::summary::{replay, summarize};
+use headroom_core::summary::summarize;
 use headroom_core::trace::read_trace;
 use serde_json::Value;
 
@@ -100,9 +102,15 @@ fn qwen_first_attempt_grew_swap_from_8_6_to_18_5_gb() {
     assert_eq!((s.swap_peak_bytes as f64 / GIB * 10.0).round() / 10.0, 18.5);
 }
 
-fn replay_file(path: &str, limits: &Limits) -> headroom_core::summary::Replay {
+/// `trace replay` of a fixture: the driver's loop on the trace, checking at its 0.5 s.
+fn replay_file(path: &str, limits: &Limits) -> Replay {
     let trace = read_trace(&fixtures().join(path)).unwrap();
-    replay(&trace, limits).unwrap()
+    let poll = std::time::Duration::from_millis(500);
+    let spec = JobSpec {
+        min_check: poll,
+        ..JobSpec::new(String::new(), JobMode::Guard, limits.clone(), poll)
+    };
+    replay(&trace, spec).unwrap()
 }
 
 #[test]

@@ -21,7 +21,7 @@ pub const COMMAND_LABEL_CHARS: usize = 80;
 /// Swap growth rate is measured over this window.
 pub const RATE_WINDOW: Duration = Duration::from_secs(60);
 /// The verdicts counted by `headroom_jobs_finished_total`.
-pub const VERDICTS: [&str; 3] = ["fits", "tight", "doesnt_fit"];
+pub const VERDICTS: [&str; 4] = ["fits", "tight", "doesnt_fit", "stopped"];
 /// The reasons counted by `headroom_guard_stops_total`.
 pub const STOP_REASONS: [&str; 5] = [
     "swap_budget",
@@ -73,7 +73,7 @@ impl JobMetric {
             key: format!("cli-{}-{}", f.pid, f.start_time),
             job: f.pid.to_string(),
             command: f.command.clone(),
-            state: f.state.as_str(),
+            state: f.state_word(),
             swap_growth_bytes: f.swap_growth_bytes,
             peak_footprint_bytes: f.peak_footprint_bytes,
             lowest_free_percent: f.verdict.as_ref().and_then(|v| v.lowest_free_percent),
@@ -84,11 +84,7 @@ impl JobMetric {
 
 /// The verdict's word for `headroom_jobs_finished_total`.
 pub fn verdict_word(v: &Verdict) -> &'static str {
-    match (v.fits, v.tight.is_some()) {
-        (true, false) => "fits",
-        (true, true) => "tight",
-        (false, _) => "doesnt_fit",
-    }
+    v.label()
 }
 
 /// The stop reason's word for `headroom_guard_stops_total`.
@@ -189,7 +185,9 @@ impl Metrics {
                 continue;
             }
             *self.finished.entry(verdict_word(verdict)).or_default() += 1;
-            if let EndReason::Stopped { reason } = &verdict.ended {
+            if let EndReason::Stopped { reason } | EndReason::NotStopped { reason, .. } =
+                &verdict.ended
+            {
                 *self.stops.entry(stop_word(reason)).or_default() += 1;
             }
         }

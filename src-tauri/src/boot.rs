@@ -39,7 +39,7 @@ impl AppState {
         for set in monitor.jobs.tracked() {
             sampler.track(&set);
         }
-        let marks = headroom_core::marks::MarkServer::bind(&dirs.marks_dir())
+        let marks = headroom_core::marks::MarkServer::bind(&dirs.run_dir())
             .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
             .ok();
         let boot_id = counters.boot_id().unwrap_or_else(|e| {
@@ -61,6 +61,7 @@ impl AppState {
             marks: Mutex::new(marks),
             metrics: Mutex::default(),
             panics: AtomicU64::new(0),
+            quitting: AtomicBool::new(false),
             #[cfg(test)]
             inject_panic: AtomicBool::new(false),
         })
@@ -68,6 +69,8 @@ impl AppState {
 
     /// Called once on exit: saves the history not yet written.
     pub fn shutdown(&self) {
+        self.quitting
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut since = i64::MIN;
         crate::persist::save_history(self, &mut since);
         tracing::info!("headroom-app exiting");

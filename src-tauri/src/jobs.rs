@@ -1,61 +1,135 @@
-//! Acting on the app's jobs: carrying out the engine's actions (notify, stop, pause,
-//! resume), and the requests that make them: the popover's buttons, a notification's
-//! buttons, `headroom resume|pause|stop PID` (through the app's mark socket). The engine
-//! decides; this carries out.
+//! Acting on the app's jobs: the app's [`Effects`] (signals under the safety rules, a
+//! notification, the saved state), carried out with core's one `carry_out`, and the requests
+//! that lead to them: the popover's buttons, a notification's buttons, `headroom
+//! resume|pause|stop PID` (through the app's mark socket). The engine decides whether a
+//! request makes sense; this carries out.
+//!
+//! Signals are sent while the engine is locked (they are quick and their reports go straight
+//! back to it); notifications and the store are done after it is unlocked, so a slow D-Bus
+//! or disk never holds up the ticker's next sample.
 
 use std::time::SystemTime;
 
-use headroom_core::enforce::{pause_members, resume_members, stop_members, DEFAULT_GRACE};
-use headroom_core::engine::Action;
-use headroom_core::marks::{not_here, Control};
+use headroom_core::effects::{JobSignal, SignalReport};
+use headroom_core::enforce::signal_each;
+use headroom_core::engine::{self, Action, Effects, Moment};
+use headroom_core::marks::{not_here, Answer, Control};
+use headroom_core::policy::JobEvent;
+use headroom_core::process::ProcessIdentity;
+use headroom_core::unix::signals::Kernel;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::error::CommandResult;
 use crate::state::{lock, AppState};
+
+/// The app's effects of one batch of actions: signals now, the rest after the engine is
+/// unlocked ([`Effects::notify`] queues).
+struct AppEffects<'a> {
+    state: &'a AppState,
+    /// Events to notify, and jobs to save, once the engine is unlocked.
+    events: Vec<(u64, String, JobEvent)>,
+    /// Jobs whose saved state changed (paused, resumed).
+    changed: Vec<u64>,
+}
+
+impl Effects for AppEffects<'_> {
+    fn signal(&mut self, job: u64, signal: JobSignal, members: &[ProcessIdentity]) -> SignalReport {
+        let state = self.state;
+        let report = signal_each(&state.counters, &Kernel, &state.safety, members, signal);
+        tracing::warn!(
+            job,
+            ?signal,
+            reached = report.reached.len(),
+            "signalled a job"
+        );
+        if matches!(signal, JobSignal::Pause | JobSignal::Resume) {
+            self.changed.push(job);
+        }
+        report
+    }
+
+    fn notify(&mut self, job: u64, command: &str, event: &JobEvent) {
+        self.events.push((job, command.to_string(), event.clone()));
+    }
+}
+
+/// Now, on the sampler's clock and the wall clock.
+pub fn now(state: &AppState) -> Moment {
+    Moment {
+        at: SystemTime::now(),
+        clock: state.sampler.clock(),
+    }
+}
+
+/// Carries out the engine's `actions` (see the module docs).
+pub fn carry_out<R: Runtime>(app: &AppHandle<R>, actions: Vec<Action>) {
+    if actions.is_empty() {
+        return;
+    }
+    let Some(state) = app.try_state::<AppState>() else {
+        return;
+    };
+    let mut effects = AppEffects {
+        state: &state,
+        events: Vec::new(),
+        changed: Vec::new(),
+    };
+    {
+        let mut monitor = lock(&state.monitor);
+        engine::carry_out(&mut monitor.jobs, &mut effects, actions, now(&state));
+    }
+    let AppEffects {
+        events, changed, ..
+    } = effects;
+    for job in changed {
+        crate::persist::job_started(&state, job);
+    }
+    for (job_id, command, event) in events {
+        if matches!(event, JobEvent::Finished { .. }) {
+            crate::persist::job_finished(&state, job_id);
+        }
+        // A stage beginning is shown in the job's row, not notified.
+        if matches!(event, JobEvent::Stage { .. }) {
+            continue;
+        }
+        let handle = app.clone();
+        let on_button = move |key: &str| {
+            if let Err(e) = answer(&handle, job_id, key) {
+                tracing::warn!(job_id, key, error = %e, "notification button");
+            }
+        };
+        crate::notify::job_event(app, &command, &event, on_button);
+    }
+}
 
 /// Carries out `control` on job `job_id`; the error says why nothing happened.
 pub fn act<R: Runtime>(app: &AppHandle<R>, job_id: u64, control: Control) -> Result<(), String> {
     let state = app
         .try_state::<AppState>()
         .ok_or_else(|| "Headroom is shutting down".to_string())?;
-    let actions = {
-        let mut monitor = lock(&state.monitor);
-        let jobs = &mut monitor.jobs;
-        let paused = jobs.is_paused(job_id);
-        match control {
-            Control::Pause => jobs.pause(job_id, SystemTime::now()),
-            Control::Resume if !paused => return Err("the job is not paused".into()),
-            Control::Resume => jobs.resume(job_id, SystemTime::now()),
-            Control::Stop => jobs.stop(job_id, SystemTime::now()),
-        }
-    };
-    if actions.is_empty() {
-        return Err(format!(
-            "the job cannot be {} now (it ended, or is being stopped)",
-            past(control)
-        ));
-    }
+    let actions = lock(&state.monitor)
+        .jobs
+        .request(job_id, control, now(&state))
+        .map_err(|e| e.to_string())?;
     tracing::info!(job_id, control = control.as_str(), "job control");
-    for action in actions {
-        carry_out(app, action);
-    }
+    carry_out(app, actions);
     crate::persist::job_started(&state, job_id);
     Ok(())
 }
 
-/// `control` for the live job whose process is `pid` (a request on the mark socket).
-pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32) -> Result<(), String> {
-    let state = app
-        .try_state::<AppState>()
-        .ok_or_else(|| "Headroom is shutting down".to_string())?;
-    let job = lock(&state.monitor)
-        .jobs
-        .views()
-        .into_iter()
-        .find(|j| j.pid == pid && j.verdict.is_none())
-        .map(|j| j.id)
-        .ok_or_else(|| not_here(pid))?;
-    act(app, job, control)
+/// `control` for the job whose process is `pid` (a request on the mark socket).
+pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32) -> Answer {
+    let Some(state) = app.try_state::<AppState>() else {
+        return Answer::Refused("Headroom is shutting down".into());
+    };
+    let job = lock(&state.monitor).jobs.job_with_root(pid);
+    match job {
+        None => Answer::Refused(not_here(pid)),
+        Some(job) => match act(app, job, control) {
+            Ok(()) => Answer::Done,
+            Err(why) => Answer::Refused(why),
+        },
+    }
 }
 
 /// Spares job `job_id` ("Spare it"): it is no longer guarded; its processes keep running. A
@@ -73,15 +147,13 @@ pub fn spare<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> 
 /// Stops watching or guarding job `job_id` (its processes keep running); refused while it
 /// is paused: a paused job is never let go.
 pub fn release(state: &AppState, job_id: u64) -> Result<(), String> {
-    let mut monitor = lock(&state.monitor);
-    if monitor.jobs.is_paused(job_id) {
-        return Err("it is paused: resume or stop it first (a paused job is never let go)".into());
-    }
-    let identity = monitor
-        .jobs
-        .remove(job_id)
-        .ok_or_else(|| "the job is gone".to_string())?;
-    drop(monitor);
+    let removed = lock(&state.monitor).jobs.remove(job_id);
+    let identity = removed.map_err(|e| match e {
+        engine::RequestError::AlreadyPaused(_) => {
+            "it is paused: resume or stop it first (a paused job is never let go)".to_string()
+        }
+        _ => "the job is gone".to_string(),
+    })?;
     state.sampler.untrack(identity);
     crate::persist::job_removed(state, identity);
     Ok(())
@@ -96,14 +168,6 @@ pub fn answer<R: Runtime>(app: &AppHandle<R>, job_id: u64, key: &str) -> Result<
         "resume" => act(app, job_id, Control::Resume),
         "stop" => act(app, job_id, Control::Stop),
         _ => Ok(()), // closed, or the notification's body clicked
-    }
-}
-
-fn past(control: Control) -> &'static str {
-    match control {
-        Control::Pause => "paused",
-        Control::Resume => "resumed",
-        Control::Stop => "stopped",
     }
 }
 
@@ -135,87 +199,4 @@ pub fn resume_job<R: Runtime>(app: AppHandle<R>, id: String) -> CommandResult<()
 #[tauri::command]
 pub fn stop_job<R: Runtime>(app: AppHandle<R>, id: String) -> CommandResult<()> {
     Ok(act(&app, job_id(&id)?, Control::Stop)?)
-}
-
-/// Carries out one of the engine's actions.
-pub fn carry_out<R: Runtime>(app: &AppHandle<R>, action: Action) {
-    match action {
-        Action::Notify {
-            job_id,
-            command,
-            event,
-        } => {
-            if matches!(event, headroom_core::policy::JobEvent::Finished { .. }) {
-                if let Some(state) = app.try_state::<AppState>() {
-                    crate::persist::job_finished(&state, job_id);
-                }
-            }
-            // A stage beginning is shown in the job's row, not notified.
-            if !matches!(event, headroom_core::policy::JobEvent::Stage { .. }) {
-                let handle = app.clone();
-                let on_button = move |key: &str| {
-                    if let Err(e) = answer(&handle, job_id, key) {
-                        tracing::warn!(job_id, key, error = %e, "notification button");
-                    }
-                };
-                crate::notify::job_event(app, &command, &event, on_button);
-            }
-        }
-        Action::Pause { job_id, members } => signal_job(app, job_id, &members, pause_members),
-        Action::Resume { job_id, members } => signal_job(app, job_id, &members, resume_members),
-        Action::Stop {
-            job_id, members, ..
-        } => {
-            let app = app.clone();
-            let spawned = std::thread::Builder::new()
-                .name("headroom-stop".into())
-                .spawn(move || {
-                    let Some(state) = app.try_state::<AppState>() else {
-                        return;
-                    };
-                    let report = stop_members(
-                        &state.counters,
-                        &state.safety,
-                        &members,
-                        DEFAULT_GRACE,
-                        &|| false,
-                    );
-                    tracing::warn!(root = members.root().pid, ?report, "stopped a guarded job");
-                    let done =
-                        lock(&state.monitor)
-                            .jobs
-                            .stop_done(job_id, &report, SystemTime::now());
-                    for action in done {
-                        carry_out(&app, action);
-                    }
-                });
-            if let Err(e) = spawned {
-                tracing::error!(error = %e, "cannot start a stop thread");
-            }
-        }
-    }
-}
-
-/// Pauses or resumes a job's members (`signal` is `pause_members` or `resume_members`), and
-/// saves its new state so a restart finds it as it is.
-fn signal_job<R: Runtime>(
-    app: &AppHandle<R>,
-    job_id: u64,
-    members: &headroom_core::members::MemberSet,
-    signal: fn(
-        &headroom_core::counters::Counters,
-        &headroom_core::enforce::Safety,
-        &headroom_core::members::MemberSet,
-    ) -> Vec<u32>,
-) {
-    let Some(state) = app.try_state::<AppState>() else {
-        return;
-    };
-    let reached = signal(&state.counters, &state.safety, members);
-    tracing::warn!(
-        root = members.root().pid,
-        ?reached,
-        "paused or resumed a job"
-    );
-    crate::persist::job_started(&state, job_id);
 }

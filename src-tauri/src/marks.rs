@@ -2,7 +2,7 @@
 //! (`headroom_core::marks`), and a mark from a process of one of its running jobs starts a
 //! stage of that job. The kernel says who is marking; a process of no job is refused.
 
-use headroom_core::marks::Request;
+use headroom_core::marks::{Answer, Request};
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{lock, AppState};
@@ -18,7 +18,9 @@ pub fn serve<R: Runtime>(app: AppHandle<R>) {
     };
     let handle = app.clone();
     let served = server.serve(move |pid, request| match request {
-        Request::Mark(stage) => mark(&handle, pid, &stage),
+        Request::Mark(stage) => {
+            mark(&handle, pid, &stage).map_or_else(Answer::Refused, |()| Answer::Done)
+        }
         Request::Control { control, pid } => crate::jobs::control(&handle, control, pid),
     });
     if let Err(e) = served {
@@ -36,13 +38,17 @@ fn mark<R: Runtime>(app: &AppHandle<R>, pid: u32, stage: &str) -> Result<(), Str
         let mut monitor = lock(&state.monitor);
         let job = monitor
             .jobs
-            .job_of(pid, &state.counters)
+            .job_of(pid)
             .ok_or_else(|| format!("pid {pid} is not a process of a job Headroom watches"))?;
         monitor.jobs.mark(job, stage, clock)
     };
-    tracing::info!(pid, stage, "stage marked");
-    for action in actions {
-        crate::jobs::carry_out(app, action);
+    if actions.is_empty() {
+        return Err(format!(
+            "the job has {} stages already: no more are recorded",
+            headroom_core::stages::MAX_STAGES
+        ));
     }
+    tracing::info!(pid, stage, "stage marked");
+    crate::jobs::carry_out(app, actions);
     Ok(())
 }

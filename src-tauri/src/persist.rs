@@ -56,15 +56,17 @@ pub fn restore(
         Ok(guards) => {
             for g in guards {
                 let members = MemberSet::new(Members::of_process(g.identity));
-                let base = JobSpec {
-                    command: g.command.clone(),
-                    mode: g.mode,
-                    limits: settings.limits(),
-                    poll: settings.sample_interval,
+                let base = JobSpec::new(
+                    g.command.clone(),
+                    g.mode,
+                    settings.limits(),
+                    settings.sample_interval,
+                );
+                let now = headroom_core::engine::Moment {
+                    at: SystemTime::now(),
+                    clock: Duration::ZERO,
                 };
-                monitor
-                    .jobs
-                    .restore(&g, members, base, std::time::SystemTime::now());
+                monitor.jobs.restore(&g, members, base, now);
                 tracing::info!(pid = g.identity.pid, "job taken up again");
             }
         }

@@ -44,6 +44,8 @@ pub struct AppState {
     pub metrics: Mutex<MetricsEndpoint>,
     /// Panics caught in the job loop (logged; the loop goes on).
     pub panics: AtomicU64,
+    /// Set when the app quits: the job loop takes no more samples (and acts on no job).
+    pub quitting: AtomicBool,
     /// Tests: the job loop panics on its next sample.
     #[cfg(test)]
     pub inject_panic: AtomicBool,

@@ -18,6 +18,18 @@ struct App {
     _home: Option<tempfile::TempDir>,
 }
 
+impl Drop for App {
+    /// The app quits: its job loop stops, as on the tray's Quit (a test may start the app
+    /// again on the same folder, as a restart does).
+    fn drop(&mut self) {
+        if let Some(state) = self.window.try_state::<AppState>() {
+            state
+                .quitting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
 /// The app on the mock runtime, its files under `home`.
 fn app_in(home: &std::path::Path) -> App {
     let state = AppState::new(Dirs::under(home)).unwrap();
@@ -37,11 +49,9 @@ fn app_in(home: &std::path::Path) -> App {
 /// The app on the mock runtime, its files in a fresh temporary folder.
 fn app() -> App {
     let home = tempfile::tempdir().unwrap();
-    let app = app_in(home.path());
-    App {
-        _home: Some(home),
-        ..app
-    }
+    let mut app = app_in(home.path());
+    app._home = Some(home);
+    app
 }
 
 fn call(app: &App, cmd: &str, args: Value) -> Result<Value, Value> {
@@ -302,6 +312,13 @@ fn terminal_guards_are_listed_read_only() {
         verdict: None,
         on_budget: headroom_core::policy::OnBudget::Stop,
         pauses: 0,
+        // A guard that is gone: the job is shown as unguarded.
+        guard: Some(headroom_core::process::ProcessIdentity {
+            pid: 999_999_999,
+            start_time: 1,
+        }),
+        members: vec![id],
+        unguarded: false,
     };
     file.write_atomic(&state.jobs_dir()).unwrap();
     let jobs = call(&app, "get_jobs", json!({})).unwrap();
@@ -311,6 +328,7 @@ fn terminal_guards_are_listed_read_only() {
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0]["mode"], "external");
     assert_eq!(jobs[0]["read_only"], true);
+    assert_eq!(jobs[0]["state"], "unguarded", "its guard is gone");
     assert!(call(&app, "release", json!({"id": jobs[0]["id"]})).is_err());
 }
 
@@ -469,8 +487,10 @@ fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_t
             "{bad}"
         );
     }
-    // Restarted: still stopped, shown paused; resumed, then stopped from the popover.
+    // Restarted: still stopped, shown paused; resumed, then stopped from the popover (the
+    // stop verified by the job loop's samples).
     let app = app_in(home.path());
+    crate::ticker::start(app.window.app_handle().clone());
     let jobs = call(&app, "get_jobs", json!({})).unwrap();
     assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
     assert_eq!(jobs[0]["state"], "paused", "{jobs}");

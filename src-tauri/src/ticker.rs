@@ -45,6 +45,9 @@ fn run<R: Runtime>(app: &AppHandle<R>) {
         last_save: Instant::now(),
     };
     while let Ok(sample) = samples.recv() {
+        if state.quitting.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
         let handled = std::panic::catch_unwind(AssertUnwindSafe(|| {
             on_sample(app, &state, &sample, &mut tick);
         }));
@@ -92,9 +95,7 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, 
             let _ = app.emit("tick", status);
         }
     }
-    for action in actions {
-        crate::jobs::carry_out(app, action);
-    }
+    crate::jobs::carry_out(app, actions);
     retune(state);
     if tick.last_save.elapsed() >= crate::persist::SAVE_EVERY {
         tick.last_save = Instant::now();

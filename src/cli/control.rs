@@ -1,19 +1,34 @@
 //! `headroom resume PID`, `headroom pause PID`, `headroom stop PID`: act on a job that a
 //! guard (`headroom guard`, `headroom watch --guard`) or the app runs, from another terminal.
-//! Each Headroom process answers only for its own job (see `headroom_core::marks`).
+//! Each Headroom process answers only for its own job (see `headroom_core::marks`); its
+//! engine decides whether the request makes sense now. A job whose guard is gone (killed
+//! with SIGKILL: its job file says so, see `headroom_core::jobfile`) is acted on here, on
+//! the members its file lists, under the same safety rules.
 
 use std::process::ExitCode;
 
 use clap::Args;
-use headroom_core::marks::{is_not_here, send_control, sockets, Control, MarkError};
+use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::effects::JobSignal;
+use headroom_core::enforce::{signal_each, stop_now, Safety, DEFAULT_GRACE};
+use headroom_core::engine::JobStatus;
+use headroom_core::jobfile::JobFile;
+use headroom_core::marks::{is_not_here, send_control, sockets, Control, MarkError, Sent};
 use headroom_core::paths::Dirs;
+use headroom_core::process::ProcessIdentity;
+use headroom_core::unix::signals::Kernel;
+
+use super::exit;
+use super::job::say;
 
 /// Arguments of `headroom resume`, `pause` and `stop`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-PID is the job's process id, as the guard's lines and the app show it. Exit codes: 0 done; 2 no \
-guard of yours runs a job with that pid, or the job is not in a state for it (resume: not \
-paused).")]
+PID is the job's process id, as the guard's lines and the app show it. Exit codes: 0 done (or \
+handed to a busy guard, which says so); 2 no guard of yours runs a job with that pid, or the \
+job is not in a state for it (resume: not paused). A job whose guard is gone (killed outright) \
+is acted on directly: its processes are continued, paused or stopped under the same safety \
+rules.")]
 pub struct ControlArgs {
     /// The job's process id.
     #[arg(value_name = "PID")]
@@ -22,21 +37,35 @@ pub struct ControlArgs {
 
 /// Runs `headroom resume|pause|stop PID`.
 pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
+    let dirs = Dirs::current();
     let mut why = None;
-    for socket in sockets(&Dirs::current().marks_dir()) {
+    for socket in sockets(&dirs.run_dir()) {
         match send_control(&socket, control, args.pid) {
-            Ok(()) => {
-                let done = match control {
-                    Control::Pause => "paused",
-                    Control::Resume => "resumed",
-                    Control::Stop => "stopping",
-                };
-                eprintln!("headroom: {done} the job of pid {}", args.pid);
-                return Ok(ExitCode::SUCCESS);
+            Ok(Sent::Done) => {
+                say(&format!("{} the job of pid {}", done(control), args.pid));
+                return Ok(exit::status(exit::OK));
+            }
+            Ok(Sent::Queued) => {
+                say(&format!(
+                    "asked the guard of pid {} to {} its job; it is busy and will, if the job \
+                     is still in a state for it",
+                    args.pid,
+                    control.as_str()
+                ));
+                return Ok(exit::status(exit::OK));
             }
             // Another guard's job: ask the next one. A guard that is gone: the same.
             Err(MarkError::Refused(text)) if !is_not_here(&text) => why = Some(text),
             Err(_) => {}
+        }
+    }
+    if why.is_none() {
+        let counters = Counters::new();
+        let orphan = JobFile::list(&dirs.jobs_dir(), &counters)
+            .into_iter()
+            .find(|f| f.pid == args.pid && f.unguarded);
+        if let Some(file) = orphan {
+            return unguarded(&counters, &dirs, file, control);
         }
     }
     let why = why.unwrap_or_else(|| {
@@ -50,5 +79,77 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
         control.as_str(),
         args.pid
     );
-    Ok(ExitCode::from(2))
+    Ok(exit::status(exit::INVALID))
+}
+
+fn done(control: Control) -> &'static str {
+    match control {
+        Control::Pause => "paused",
+        Control::Resume => "resumed",
+        Control::Stop => "stopped",
+    }
+}
+
+/// `control` on a job whose guard is gone: its listed processes that still live, each
+/// re-checked by (pid, start time) under the safety rules; its job file updated.
+fn unguarded(
+    counters: &Counters,
+    dirs: &Dirs,
+    mut file: JobFile,
+    control: Control,
+) -> anyhow::Result<ExitCode> {
+    let safety = Safety::new(counters);
+    let listed: Vec<ProcessIdentity> = std::iter::once(file.identity())
+        .chain(file.members.iter().copied())
+        .collect();
+    let live = || -> Vec<ProcessIdentity> {
+        listed
+            .iter()
+            .copied()
+            .filter(|id| id.is_alive(counters) && counters.start_time(id.pid).is_ok())
+            .collect()
+    };
+    let (reached, refused, state) = match control {
+        Control::Stop => {
+            let report = stop_now(counters, &Kernel, &safety, &live, DEFAULT_GRACE);
+            let reached = report.terminated.len().max(report.killed.len());
+            (reached, report.refused, JobStatus::Stopped)
+        }
+        Control::Pause | Control::Resume => {
+            let (signal, state) = if control == Control::Pause {
+                (JobSignal::Pause, JobStatus::Paused)
+            } else {
+                (JobSignal::Resume, JobStatus::Running)
+            };
+            let report = signal_each(counters, &Kernel, &safety, &live(), signal);
+            let refused = report
+                .refused
+                .into_iter()
+                .map(|r| (r.id.pid, r.why))
+                .collect();
+            (report.reached.len(), refused, state)
+        }
+    };
+    for (pid, why) in &refused {
+        say(&format!(
+            "warning: cannot {} pid {pid}: {why}",
+            control.as_str()
+        ));
+    }
+    file.state = state;
+    if let Err(e) = file.write_atomic(&dirs.jobs_dir()) {
+        say(&format!("warning: the job file: {e}"));
+    }
+    say(&format!(
+        "{} the job of pid {} (its guard is gone): {reached} process{}",
+        done(control),
+        file.pid,
+        if reached == 1 { "" } else { "es" }
+    ));
+    let code = if refused.is_empty() || reached > 0 {
+        exit::OK
+    } else {
+        exit::INVALID
+    };
+    Ok(exit::status(code))
 }

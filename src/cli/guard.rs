@@ -8,11 +8,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::drive::{self, DriveError, Interrupts, Launch, Outcome};
 use headroom_core::enforce::Safety;
-use headroom_core::engine::drive::{self, DriveError, Interrupts, Launch, Outcome, Sink};
 use headroom_core::engine::{JobMode, JobSpec};
-use headroom_core::jobfile::Publisher;
-use headroom_core::paths::Dirs;
 use headroom_core::policy::{Limits, Observation, StartDecision, StartGate, WaitReason};
 use headroom_core::process::ancestors;
 use headroom_core::unix::jobctl::Terminal;
@@ -20,20 +18,19 @@ use regex::Regex;
 use serde::Serialize;
 
 use super::budget::JobArgs;
-use super::job::{exit_code, print_json, say, Printer, Signals, TraceSink};
+use super::exit;
+use super::job::{job_sinks, print_json, say, Signals};
 use super::report::Report;
-
-/// Exit code: there was never room to start.
-pub const EXIT_NO_ROOM: u8 = 4;
-/// Exit code: the command could not be started.
-pub const EXIT_CANNOT_START: u8 = 127;
 
 /// Flags of `headroom guard`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Exit codes: the command's own (also after pauses); 3 when the guard stopped it (at the \
-budget, past --max-pauses, or on `headroom stop`); 4 when there was never room to start it; 127 when it could not be started; 128+N when signal N ended it (or ended the guard, \
-which stops the command first: a second signal sends SIGKILL at once); 2 for invalid flags.
+budget, past --max-pauses, or on `headroom stop`) and saw every process of it gone; 6 when it \
+tried and could not (a process of another user, one that survived SIGKILL: named in a warning \
+at once and in the verdict); 4 when there was never room to start it; 127 when it could not be \
+started; 128+N when signal N ended it (or ended the guard, which stops the command first: a \
+second signal sends SIGKILL at once); 2 for invalid flags or input.
 
 The job is the command's process group and every descendant ever seen (a worker that calls \
 setsid() or double-forks included); it runs while any of them lives. Stopping sends SIGTERM to \
@@ -95,7 +92,7 @@ struct NoRoom<'a> {
     command: &'a str,
     waited_seconds: f64,
     reason: String,
-    exit_code: u8,
+    exit_code: i32,
 }
 
 /// The `--json` summary of a finished job.
@@ -137,73 +134,60 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
 
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
-    let sinks = sinks(&command_line, &limits, trace, report.as_ref());
+    let safety = Safety::new(&counters);
+    let sinks = job_sinks(
+        &counters,
+        &command_line,
+        trace,
+        report.as_ref().map(Report::sink),
+    );
     let spec = JobSpec {
-        command: command_line.clone(),
-        mode: JobMode::Guard,
-        limits,
-        poll: args.job.run.poll,
+        grace: args.job.run.grace,
+        owned: true,
+        ..JobSpec::new(
+            command_line.clone(),
+            JobMode::Guard,
+            limits,
+            args.job.run.poll,
+        )
     };
     let launch = Launch::Command {
         command,
         terminal: Terminal::foreground(),
     };
-    let safety = Safety::new(&counters);
-    let outcome = match drive::run(
-        &counters,
-        &safety,
-        launch,
-        spec,
-        args.job.run.grace,
-        sinks,
-        &interrupts,
-    ) {
+    let outcome = match drive::run(&counters, &safety, launch, spec, sinks, &interrupts) {
         Ok(outcome) => outcome,
         Err(DriveError::Spawn(e)) => {
             say(&format!("cannot start {}: {e}", args.command[0]));
-            return Ok(ExitCode::from(EXIT_CANNOT_START));
+            return Ok(exit::status(exit::CANNOT_START));
         }
         Err(e) => return Err(e.into()),
     };
-    let exit_code = exit_code(&outcome.verdict.ended);
-    if let Some(report) = &report {
-        if let Err(e) = report.finish(&outcome) {
+    finished(&outcome, report.as_ref(), args.job.run.json)
+}
+
+/// The end of a guarded job: the outputs that could not finish, the report, `--json`, the
+/// exit code.
+pub fn finished(
+    outcome: &Outcome,
+    report: Option<&Report>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    for output in &outcome.unfinished_outputs {
+        say(&format!(
+            "warning: {output} could not be finished: nobody read it"
+        ));
+    }
+    let exit_code = exit::of_end(&outcome.verdict.ended);
+    if let Some(report) = report {
+        if let Err(e) = report.finish(outcome) {
             say(&format!("warning: the report: {e:#}"));
         }
     }
-    if args.job.run.json {
-        print_json(&JsonOutcome {
-            outcome: &outcome,
-            exit_code,
-        })?;
+    if json {
+        print_json(&JsonOutcome { outcome, exit_code })?;
     }
-    Ok(ExitCode::from(exit_u8(exit_code)))
-}
-
-/// The job's sinks: the lines on stderr, the job file for the app, the trace and the report
-/// when asked for.
-fn sinks(
-    command_line: &str,
-    limits: &Limits,
-    trace: Option<TraceSink>,
-    report: Option<&Report>,
-) -> Vec<Box<dyn Sink>> {
-    let jobs_dir = Dirs::current().jobs_dir();
-    let publisher = Publisher::new(
-        jobs_dir,
-        command_line,
-        limits.swap_budget_bytes,
-        limits.on_budget,
-    );
-    let mut sinks: Vec<Box<dyn Sink>> =
-        vec![Box::new(Printer::new(command_line)), Box::new(publisher)];
-    if let Some(trace) = trace {
-        sinks.push(Box::new(trace));
-    }
-    if let Some(report) = report {
-        sinks.push(Box::new(report.sink()));
-    }
-    sinks
+    Ok(exit::status(exit_code))
 }
 
 /// There was never room, or the guard was interrupted while waiting: the exit code.
@@ -214,7 +198,7 @@ fn no_room(
     reason: Waited,
 ) -> anyhow::Result<ExitCode> {
     match reason {
-        Waited::Interrupted(signal) => Ok(ExitCode::from(exit_u8(128 + signal))),
+        Waited::Interrupted(signal) => Ok(exit::status(exit::SIGNAL_BASE + signal)),
         Waited::GaveUp(reason) => {
             say(&format!("never found room for {command_line}: {reason}"));
             if args.job.run.json {
@@ -222,16 +206,12 @@ fn no_room(
                     command: command_line,
                     waited_seconds: limits.start_timeout.as_secs_f64(),
                     reason: reason.to_string(),
-                    exit_code: EXIT_NO_ROOM,
+                    exit_code: exit::NO_ROOM,
                 })?;
             }
-            Ok(ExitCode::from(EXIT_NO_ROOM))
+            Ok(exit::status(exit::NO_ROOM))
         }
     }
-}
-
-fn exit_u8(code: i32) -> u8 {
-    u8::try_from(code.rem_euclid(256)).unwrap_or(1)
 }
 
 enum Waited {
@@ -253,7 +233,7 @@ fn wait_for_room(
     let tty = std::io::stderr().is_terminal();
     let mut shown: Option<String> = None;
     let me = std::process::id();
-    let mut excluded = ancestors(counters, me);
+    let mut excluded: Vec<u32> = ancestors(counters, me).iter().map(|a| a.pid).collect();
     excluded.push(me);
     // Headroom's own processes (other guards waiting in the queue) are never "busy": their
     // command lines hold the very patterns they wait on. The jobs they run are.

@@ -1,6 +1,7 @@
-//! What `guard` and `watch` add around the job engine (`headroom_core::engine::drive`):
-//! the guard's own signals, and the sinks that show a job in a terminal and write its trace.
-//! The engine decides and drives; nothing here judges a job.
+//! What `guard` and `watch` add around the driver (`headroom_core::drive`): the guard's own
+//! signals, and the sinks that show a job in a terminal and write its trace (each runs on
+//! an output thread of the driver's). The engine decides and the driver drives; nothing
+//! here judges a job.
 
 use headroom_core::counters::CounterSource;
 use std::io::Write;
@@ -10,18 +11,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use headroom_core::engine::drive::{Interrupts, Sink};
-use headroom_core::engine::words;
-use headroom_core::policy::{EndReason, JobEvent};
+use headroom_core::drive::{Interrupts, Sink};
+use headroom_core::engine::{words, JobView};
+use headroom_core::jobfile::Publisher;
+use headroom_core::paths::Dirs;
+use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sample;
-use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
-use headroom_core::unix::signals;
+use headroom_core::trace::{due, round_t, EventRecord, Record, TraceWriter};
+use headroom_core::units::printable;
+use headroom_core::unix::{fifo, signals};
 use serde::Serialize;
 use serde_json::Map;
-
-/// Exit code of `guard` and `watch --guard`: the guard stopped the job.
-pub const EXIT_STOPPED: u8 = 3;
 
 /// Called on every signal (see `Interrupts::on_signal`).
 type Waker = Box<dyn Fn() + Send + Sync>;
@@ -93,20 +94,18 @@ impl Interrupts for Signals {
     }
 }
 
-/// Lines on stderr: each event, the problems, the verdict.
+/// Lines on stderr: each event, the problems, the verdict. Command lines are printed with
+/// control characters escaped (a watched process's argv is someone else's text).
 #[derive(Debug)]
 pub struct Printer {
     command: String,
-    /// The job's pid, for the hint on how to resume it.
-    pid: Option<u32>,
 }
 
 impl Printer {
     /// A printer for `command`.
     pub fn new(command: &str) -> Self {
         Printer {
-            command: command.to_string(),
-            pid: None,
+            command: printable(command).into_owned(),
         }
     }
 }
@@ -116,24 +115,30 @@ impl Sink for Printer {
         "standard error".into()
     }
 
-    fn started(&mut self, root: ProcessIdentity, _swap_start_bytes: u64) -> std::io::Result<()> {
-        self.pid = Some(root.pid);
-        Ok(())
+    fn is_terminal(&self) -> bool {
+        true
     }
 
-    fn event(&mut self, _t: Duration, event: &JobEvent) -> std::io::Result<()> {
-        say(&words::line(event, &self.command));
-        if let (JobEvent::Paused { .. }, Some(pid)) = (event, self.pid) {
-            say(&format!(
+    fn event(&mut self, _t: Duration, event: &JobEvent, view: &JobView) -> std::io::Result<()> {
+        write_line(&words::line(event, &self.command))?;
+        if let JobEvent::Paused { .. } = event {
+            let pid = view.pid;
+            write_line(&format!(
                 "`headroom resume {pid}` continues it, `headroom stop {pid}` (or Ctrl-C here) stops it"
-            ));
+            ))?;
         }
         Ok(())
     }
 
     fn problem(&mut self, text: &str) {
-        say(&format!("warning: {text}"));
+        let _ = write_line(&format!("warning: {text}"));
     }
+}
+
+/// A line on stderr, prefixed; the error when stderr cannot take it (a closed pipe).
+fn write_line(line: &str) -> std::io::Result<()> {
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "headroom: {line}")
 }
 
 /// The job's JSONL trace: samples at the user's poll interval (checks may come faster),
@@ -151,10 +156,12 @@ pub struct TraceSink {
 
 impl TraceSink {
     /// Creates the trace file and writes its `start` record: done before the job starts, so
-    /// a trace that cannot be written stops nothing.
+    /// a trace that cannot be written stops nothing. A FIFO must have a reader already
+    /// (else an error at once, never a wait).
     pub fn create(path: &Path, command: &str, poll: Duration) -> anyhow::Result<Self> {
-        let mut writer =
-            TraceWriter::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let file = fifo::create_for_writing(path)
+            .map_err(|e| super::exit::Invalid(format!("--trace {}: {e}", path.display())))?;
+        let mut writer = TraceWriter::new(file);
         let mut meta = Map::new();
         meta.insert("tool".into(), "headroom".into());
         meta.insert("command".into(), command.into());
@@ -194,14 +201,9 @@ impl Sink for TraceSink {
         format!("the trace {}", self.path.display())
     }
 
-    fn sample(&mut self, sample: &Sample) -> std::io::Result<()> {
-        let t = sample.since_start;
-        // Checks may be faster than the poll near the budget: keep the trace at the poll
-        // (a tenth of it early is fine).
-        let due = self
-            .last_t
-            .is_none_or(|last| t + self.poll / 10 >= last + self.poll);
-        if !due {
+    fn sample(&mut self, sample: &Sample, _view: &JobView) -> std::io::Result<()> {
+        // Checks may be faster than the poll near the budget: keep the trace at the poll.
+        if !due(self.last_t, sample.since_start, self.poll) {
             self.skipped = Some(sample.clone());
             return Ok(());
         }
@@ -209,7 +211,7 @@ impl Sink for TraceSink {
         self.write_sample(sample)
     }
 
-    fn event(&mut self, t: Duration, event: &JobEvent) -> std::io::Result<()> {
+    fn event(&mut self, t: Duration, event: &JobEvent, _view: &JobView) -> std::io::Result<()> {
         if let Some(skipped) = self.skipped.take() {
             self.write_sample(&skipped)?;
         }
@@ -236,14 +238,30 @@ impl Sink for TraceSink {
     }
 }
 
-/// Exit codes of stageload guard: 3 stopped, 128+N on a signal, else the command's own.
-pub fn exit_code(end: &EndReason) -> i32 {
-    match end {
-        EndReason::Exited { code } => *code,
-        EndReason::Signaled { signal } | EndReason::Interrupted { signal } => 128 + signal,
-        EndReason::Stopped { .. } => i32::from(EXIT_STOPPED),
-        EndReason::Vanished => 0,
+/// A job's sinks: the lines on stderr, the job file (naming this process as its guard, so
+/// that the job is seen unguarded if this process dies), the trace and the report when
+/// asked for.
+pub fn job_sinks(
+    counters: &headroom_core::counters::Counters,
+    command_line: &str,
+    trace: Option<TraceSink>,
+    report: Option<super::report::ReportSink>,
+) -> Vec<Box<dyn Sink>> {
+    let me = std::process::id();
+    let guard = ProcessIdentity {
+        pid: me,
+        start_time: counters.start_time(me).unwrap_or(0),
+    };
+    let publisher = Publisher::new(Dirs::current().jobs_dir(), guard);
+    let mut sinks: Vec<Box<dyn Sink>> =
+        vec![Box::new(Printer::new(command_line)), Box::new(publisher)];
+    if let Some(trace) = trace {
+        sinks.push(Box::new(trace));
     }
+    if let Some(report) = report {
+        sinks.push(Box::new(report));
+    }
+    sinks
 }
 
 /// The identity of a process to watch, refusing thread ids and pids that are not running.
@@ -261,16 +279,21 @@ pub fn identity_of(
     ))
 }
 
-/// A line on stderr, prefixed.
+/// A line on stderr, prefixed (a closed stderr loses it, nothing else).
 pub fn say(line: &str) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "headroom: {line}");
+    let _ = write_line(line);
 }
 
-/// `--json` output.
+/// `--json` output. A reader that closed the pipe early (`| head -1`) is not an error: the
+/// command still exits with the job's own code.
 pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
-    Ok(())
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }

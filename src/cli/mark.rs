@@ -34,7 +34,7 @@ pub fn run(args: &MarkArgs) -> anyhow::Result<ExitCode> {
     };
     if let Some(path) = std::env::var_os(MARK_ENV).filter(|p| !p.is_empty()) {
         return match send_mark(std::path::Path::new(&path), &args.stage) {
-            Ok(()) => Ok(ExitCode::SUCCESS),
+            Ok(_) => Ok(ExitCode::SUCCESS),
             Err(MarkError::Closed { .. }) => fail(format!(
                 "the guard of this job is gone (nothing listens at {})",
                 std::path::Path::new(&path).display()
@@ -44,7 +44,7 @@ pub fn run(args: &MarkArgs) -> anyhow::Result<ExitCode> {
     }
     // No guard of ours: a `headroom watch` (or the app) may watch the job we are in. Each
     // answers only for its own jobs' processes.
-    let sockets = sockets(&Dirs::current().marks_dir());
+    let sockets = sockets(&Dirs::current().run_dir());
     for socket in sockets {
         if send_mark(&socket, &args.stage).is_ok() {
             return Ok(ExitCode::SUCCESS);

@@ -5,6 +5,7 @@
 
 mod budget;
 mod control;
+pub mod exit;
 mod guard;
 mod job;
 mod mark;

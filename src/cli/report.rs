@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use headroom_core::chart::{save_trace_chart, TraceChartOptions};
-use headroom_core::engine::drive::{Outcome, Sink};
+use headroom_core::drive::{Outcome, Sink};
+use headroom_core::engine::JobView;
 use headroom_core::policy::JobEvent;
 use headroom_core::sampler::Sample;
-use headroom_core::trace::{SampleRecord, Trace};
+use headroom_core::trace::{due, SampleRecord, Trace};
 use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};
 
 /// The environment variable GitHub Actions points at the step's summary file.
@@ -54,29 +55,30 @@ impl Sink for ReportSink {
         "the report".into()
     }
 
-    fn sample(&mut self, sample: &Sample) -> std::io::Result<()> {
+    fn sample(&mut self, sample: &Sample, _view: &JobView) -> std::io::Result<()> {
         let Some(record) = sample.to_trace_record() else {
             return Ok(());
         };
-        let poll = self.poll.as_secs_f64();
         let mut c = self.lock();
         // One sample per poll, as the trace keeps (checks may come faster).
-        if c.samples
-            .last()
-            .is_some_and(|last| record.t - last.t < poll * 0.99)
-        {
+        let last = c.samples.last().map(|s| seconds(s.t));
+        if !due(last, sample.since_start, self.poll) {
             return Ok(());
         }
         c.samples.push(record);
         Ok(())
     }
 
-    fn event(&mut self, t: Duration, event: &JobEvent) -> std::io::Result<()> {
+    fn event(&mut self, t: Duration, event: &JobEvent, _view: &JobView) -> std::io::Result<()> {
         if let JobEvent::Stage { stage } = event {
             self.lock().stages.push((stage.clone(), t.as_secs_f64()));
         }
         Ok(())
     }
+}
+
+fn seconds(t: f64) -> Duration {
+    Duration::try_from_secs_f64(t).unwrap_or_default()
 }
 
 /// Where the report goes: checked (created empty) before the job starts, so a report that
@@ -161,11 +163,7 @@ impl Report {
 /// The report in Markdown; `image` is the chart's file name beside it, when there is one.
 pub fn markdown(outcome: &Outcome, image: Option<&str>) -> String {
     let v = &outcome.verdict;
-    let word = match (v.fits, &v.tight) {
-        (true, None) => "fits",
-        (true, Some(_)) => "tight",
-        (false, _) => "doesn't fit",
-    };
+    let word = v.word();
     let mut md = format!(
         "## Headroom: <code>{}</code>\n\n**{word}**: {}\n\n| | |\n|---|---|\n",
         html(&outcome.command),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use headroom_core::counters::{CounterSource, Counters};
-use headroom_core::engine::drive::Interrupts;
+use headroom_core::drive::Interrupts;
 use headroom_core::jobfile::JobFile;
 use headroom_core::paths::Dirs;
 use headroom_core::settings::{parse_address, DEFAULT_METRICS_ADDRESS};

@@ -1,4 +1,6 @@
-//! `headroom status`: system memory, swap, and the top processes by footprint.
+//! `headroom status`: system memory, swap, the jobs Headroom guards in terminals (and those
+//! whose guard is gone: "unguarded"), and the top processes by footprint. Command lines are
+//! printed with control characters escaped: they are other people's text.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -6,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use headroom_core::counters::{CounterSource, Counters, FootprintRow, SystemCounters};
-use headroom_core::units::format_bytes;
+use headroom_core::jobfile::JobFile;
+use headroom_core::paths::Dirs;
+use headroom_core::units::{format_bytes, printable};
 use serde::Serialize;
 
 /// Flags of `headroom status`.
@@ -23,7 +27,33 @@ pub struct StatusArgs {
 #[derive(Debug, Serialize)]
 struct StatusJson<'a> {
     system: &'a SystemCounters,
+    jobs: Vec<JobJson>,
     processes: Vec<ProcessJson>,
+}
+
+/// A job of `headroom guard` in a terminal, from its job file.
+#[derive(Debug, Serialize)]
+struct JobJson {
+    pid: u32,
+    command: String,
+    /// `running`, `paused`, …, or `unguarded` once its guard is gone.
+    state: &'static str,
+    guard_pid: Option<u32>,
+    swap_growth_bytes: u64,
+    swap_budget_bytes: u64,
+}
+
+impl JobJson {
+    fn of(f: &JobFile) -> Self {
+        JobJson {
+            pid: f.pid,
+            command: f.command.clone(),
+            state: f.state_word(),
+            guard_pid: f.guard.map(|g| g.pid),
+            swap_growth_bytes: f.swap_growth_bytes,
+            swap_budget_bytes: f.swap_budget_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -52,18 +82,20 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .map(|row| to_json(&counters, row))
         .collect();
-    let mut out = std::io::stdout().lock();
+    let jobs: Vec<JobJson> = JobFile::list(&Dirs::current().jobs_dir(), &counters)
+        .iter()
+        .filter(|f| !f.state.ended())
+        .map(JobJson::of)
+        .collect();
     if args.json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &StatusJson {
-                system: &system,
-                processes,
-            },
-        )?;
-        writeln!(out)?;
+        super::job::print_json(&StatusJson {
+            system: &system,
+            jobs,
+            processes,
+        })?;
     } else {
-        write_text(&mut out, &system, &processes)?;
+        let mut out = std::io::stdout().lock();
+        write_text(&mut out, &system, &jobs, &processes)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -94,6 +126,7 @@ fn opt_bytes(v: Option<u64>) -> String {
 fn write_text(
     out: &mut impl Write,
     s: &SystemCounters,
+    jobs: &[JobJson],
     processes: &[ProcessJson],
 ) -> std::io::Result<()> {
     let pressure = s.pressure.map_or("unknown", |p| p.as_str());
@@ -123,6 +156,33 @@ fn write_text(
         format_bytes(s.swapped_out_bytes)
     )?;
     writeln!(out)?;
+    if !jobs.is_empty() {
+        writeln!(
+            out,
+            "{:>8}  {:<10}  {:>10}  {:>10}  GUARDED JOB",
+            "PID", "STATE", "SWAP +", "BUDGET"
+        )?;
+        for j in jobs {
+            let command: String = printable(&j.command).chars().take(60).collect();
+            writeln!(
+                out,
+                "{:>8}  {:<10}  {:>10}  {:>10}  {command}",
+                j.pid,
+                j.state,
+                format_bytes(j.swap_growth_bytes),
+                format_bytes(j.swap_budget_bytes),
+            )?;
+        }
+        let lost = jobs.iter().filter(|j| j.state == "unguarded").count();
+        if lost > 0 {
+            writeln!(
+                out,
+                "{lost} job(s) unguarded: their guard is gone. `headroom resume PID` continues a \
+                 paused one, `headroom stop PID` stops it."
+            )?;
+        }
+        writeln!(out)?;
+    }
     writeln!(
         out,
         "{:>8}  {:>10}  {:>10}  {:>10}  COMMAND",
@@ -130,7 +190,7 @@ fn write_text(
     )?;
     for p in processes {
         let command = p.command.as_deref().unwrap_or(&p.name);
-        let command: String = command.chars().take(60).collect();
+        let command: String = printable(command).chars().take(60).collect();
         writeln!(
             out,
             "{:>8}  {:>10}  {:>10}  {:>10}  {command}",

@@ -5,11 +5,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use headroom_core::summary::{replay, stage_windows, summarize, Summary};
+use headroom_core::drive::replay;
+use headroom_core::engine::{JobMode, JobSpec};
+use headroom_core::summary::{stage_windows, summarize, Summary};
 use headroom_core::trace::{read_trace, Trace};
 use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};
 
 use super::budget::BudgetArgs;
+use super::exit;
 use super::job::print_json;
 
 /// `headroom trace` subcommands.
@@ -96,8 +99,17 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
         }
         TraceCommand::Replay(args) => {
             let trace = load(&args.file)?;
-            let limits = args.budget.limits(trace_interval(&trace));
-            let r = replay(&trace, &limits)
+            let poll = trace_interval(&trace);
+            let spec = JobSpec {
+                min_check: poll,
+                ..JobSpec::new(
+                    String::new(),
+                    JobMode::Guard,
+                    args.budget.limits(poll),
+                    poll,
+                )
+            };
+            let r = replay(&trace, spec)
                 .with_context(|| format!("{}: no samples", args.file.display()))?;
             if args.json {
                 print_json(&r)?;
@@ -115,10 +127,10 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
                 }
                 println!("verdict: {}", r.verdict);
             }
-            Ok(ExitCode::from(if r.stopped_at_seconds.is_some() {
-                3
+            Ok(exit::status(if r.stopped_at_seconds.is_some() {
+                exit::STOPPED
             } else {
-                0
+                exit::OK
             }))
         }
     }

@@ -6,20 +6,22 @@ use std::process::ExitCode;
 
 use clap::Args;
 use headroom_core::counters::Counters;
+use headroom_core::drive::{self, Launch};
 use headroom_core::enforce::Safety;
-use headroom_core::engine::drive::{self, Launch, Sink};
 use headroom_core::engine::{JobMode, JobSpec};
 
 use super::budget::JobArgs;
-use super::job::{exit_code, identity_of, print_json, Printer, Signals};
+use super::exit;
+use super::job::{identity_of, job_sinks, print_json, Signals};
 
 /// Flags of `headroom watch`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Exit codes: 0 when the process ended and fit, 1 when it did not fit (swap grew beyond \
---fits-tolerance), 3 when --guard stopped it, 2 for invalid flags or a pid that is not \
-running, 128+N when signal N ended the watch (the process itself is left running, continued \
-first if --guard --on-budget pause had paused it).")]
+--fits-tolerance), 3 when --guard stopped it (every process seen gone), 6 when --guard tried \
+and could not, 2 for invalid flags or a pid that is not running, 128+N when signal N ended the \
+watch (the process itself is left running, continued first if --guard --on-budget pause had \
+paused it).")]
 pub struct WatchArgs {
     /// The process to watch, with its descendants (also those that outlive it). A thread id
     /// is refused.
@@ -44,43 +46,42 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
                 "headroom: error: invalid value '{}' for '<PID>': {e:#}",
                 args.pid
             );
-            return Ok(ExitCode::from(2));
+            return Ok(exit::status(exit::INVALID));
         }
     };
     let safety = Safety::new(&counters);
     if args.guard {
         if let Err(refusal) = safety.check(&counters, &id) {
             eprintln!("headroom: error: cannot guard pid {}: {refusal}", args.pid);
-            return Ok(ExitCode::from(2));
+            return Ok(exit::status(exit::INVALID));
         }
     }
     let command = info.display_command().to_string();
     let trace = args.job.trace_sink(&command)?;
     let interrupts = Signals::install()?;
-    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(Printer::new(&command))];
-    if let Some(trace) = trace {
-        sinks.push(Box::new(trace));
-    }
+    let sinks = job_sinks(&counters, &command, trace, None);
+    let mode = if args.guard {
+        JobMode::Guard
+    } else {
+        JobMode::Watch
+    };
     let spec = JobSpec {
-        command,
-        mode: if args.guard {
-            JobMode::Guard
-        } else {
-            JobMode::Watch
-        },
-        limits: args.job.limits(),
-        poll: args.job.run.poll,
+        grace: args.job.run.grace,
+        ..JobSpec::new(command, mode, args.job.limits(), args.job.run.poll)
     };
     let outcome = drive::run(
         &counters,
         &safety,
         Launch::Process(id),
         spec,
-        args.job.run.grace,
         sinks,
         &interrupts,
     )?;
-    let code = exit_code(&outcome.verdict.ended);
+    let code = match exit::of_end(&outcome.verdict.ended) {
+        exit::OK if outcome.verdict.fits => exit::OK,
+        exit::OK => exit::DOES_NOT_FIT,
+        other => other,
+    };
     if args.job.run.json {
         print_json(&serde_json::json!({
             "command": outcome.command,
@@ -90,10 +91,5 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             "exit_code": code,
         }))?;
     }
-    let code = match code {
-        0 if outcome.verdict.fits => 0,
-        0 => 1,
-        other => u8::try_from(other).unwrap_or(1),
-    };
-    Ok(ExitCode::from(code))
+    Ok(exit::status(code))
 }

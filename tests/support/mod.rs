@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod guard;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -56,13 +56,29 @@ pub trait CounterSource {
     /// before a signal reads.
     fn identity(&self, pid: u32) -> Result<ProcessInfo>;
 
-    /// A live process's start-time token: the cheap identity check run before every signal
-    /// and on every tick.
-    fn start_time(&self, pid: u32) -> Result<u64>;
+    /// A process's start-time token and run state, read together in one cheap read (Linux
+    /// `/proc/PID/stat`, macOS `PROC_PIDTBSDINFO` with zombies included): what a job's
+    /// members are checked with on every tick. A zombie (exited, not reaped) is
+    /// [`RunState::Dead`], not an error; a start time the OS will not give is 0 (unknown).
+    fn process_state(&self, pid: u32) -> Result<ProcessState>;
+
+    /// A live process's start-time token: the identity check run before every signal. A
+    /// zombie is `Gone`.
+    fn start_time(&self, pid: u32) -> Result<u64> {
+        match self.process_state(pid)? {
+            ProcessState {
+                run: RunState::Dead,
+                ..
+            } => Err(CounterError::Gone { pid }),
+            state => Ok(state.start_time),
+        }
+    }
 
     /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
     /// ours): the identity of a command that ended before it could be looked at.
-    fn start_time_even_exited(&self, pid: u32) -> Result<u64>;
+    fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
+        Ok(self.process_state(pid)?.start_time)
+    }
 
     /// This boot's id: start times count from boot, so an identity saved under another boot
     /// names nothing.
@@ -161,6 +177,48 @@ pub struct SystemCounters {
     pub paged_in_bytes: u64,
     /// Bytes paged out since boot (macOS `pageouts` × page size; Linux `pgpgout`).
     pub paged_out_bytes: u64,
+}
+
+/// What a process is doing, as far as enforcement cares: a stop or pause is verified by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// Running, runnable or asleep (in the kernel too): it can go on allocating.
+    Running,
+    /// Stopped by a signal (SIGSTOP, SIGTSTP, …) or by a tracer.
+    Stopped,
+    /// Exited and not reaped yet (a zombie): it holds no memory and cannot be signalled.
+    Dead,
+}
+
+impl RunState {
+    /// A Linux `/proc/PID/stat` state letter: `T`/`t` stopped, `Z`/`X` dead, else running.
+    pub fn from_linux(letter: u8) -> Self {
+        match letter {
+            b'T' | b't' => RunState::Stopped,
+            b'Z' | b'X' => RunState::Dead,
+            _ => RunState::Running,
+        }
+    }
+
+    /// A macOS `pbi_status`/`pbsi_status` (`sys/proc.h`: `SSTOP` 4, `SZOMB` 5).
+    pub fn from_macos(status: u32) -> Self {
+        match status {
+            4 => RunState::Stopped,
+            5 => RunState::Dead,
+            _ => RunState::Running,
+        }
+    }
+}
+
+/// A process's start-time token and run state, read together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessState {
+    /// See [`ProcessInfo::start_time`]; 0 when the OS would not say (another user's process
+    /// on macOS without root): such a process can never be signalled.
+    pub start_time: u64,
+    /// What it is doing.
+    pub run: RunState,
 }
 
 /// Identity and metadata of one process.

@@ -1,7 +1,9 @@
 //! Counters for operating systems Headroom does not support: every call returns
 //! [`CounterError::Unsupported`], so the workspace still compiles there.
 
-use super::{CounterSource, FootprintRow, ProcessInfo, ProcessMemory, Result, SystemCounters};
+use super::{
+    CounterSource, FootprintRow, ProcessInfo, ProcessMemory, ProcessState, Result, SystemCounters,
+};
 use crate::error::CounterError;
 
 /// The counter reader for this OS (none: every read is `Unsupported`).
@@ -37,13 +39,8 @@ impl CounterSource for Counters {
         unsupported("process information")
     }
 
-    /// A live process's start-time token.
-    fn start_time(&self, _pid: u32) -> Result<u64> {
-        unsupported("process start times")
-    }
-
-    /// The start-time token of `pid`, even if it has exited.
-    fn start_time_even_exited(&self, _pid: u32) -> Result<u64> {
+    /// A process's start time and state.
+    fn process_state(&self, _pid: u32) -> Result<ProcessState> {
         unsupported("process start times")
     }
 

@@ -1,26 +1,32 @@
-//! Enforcement: stopping every member of a job (SIGTERM, SIGCONT so a paused member can act
-//! on it, then SIGKILL), and pausing or resuming one (SIGSTOP, SIGCONT).
+//! Enforcement: sending a job's members a signal under the safety rules, one member at a
+//! time, and saying for each what happened ([`SignalReport`]).
 //!
-//! Safety rules (ARCHITECTURE.md, README "Safety rules"): a process is identified by (pid, start time) and re-checked
-//! before every signal, so a recycled pid is never signalled; pid 0 and 1, Headroom itself,
-//! its ancestors and other users' processes are never signalled. A job is a set of
-//! processes ([`crate::members`]): its members are signalled one by one, each re-checked.
-//! Every signal is logged.
+//! Safety rules (ARCHITECTURE.md, README "Safety rules"): a process is identified by (pid,
+//! start time) and re-checked right before every signal, so a recycled pid is never
+//! signalled; a process whose start time the OS will not give is never signalled; pid 0 and
+//! 1, Headroom itself, its ancestors (each by pid and start time) and other users' processes
+//! are never signalled. Every signal and every refusal is logged.
+//!
+//! The job engine decides what to send and verifies the effect at its next check (a stop is
+//! done when no member lives; a pause when every member is stopped): [`signal_each`] only
+//! sends and reports. [`stop_members`] is the one blocking stop, for a driver that unwinds
+//! from a panic and can no longer trust its engine.
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::counters::{CounterSource, Counters, ProcessInfo};
+use crate::counters::{CounterSource, ProcessInfo};
+use crate::effects::{JobSignal, Refused, SignalReport, StopReport};
 use crate::members::MemberSet;
 use crate::process::{ancestors, ProcessIdentity};
-use crate::unix::signals::{self, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
+use crate::unix::signals::{self, SendSignal, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
 
 /// Default time between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
 /// How long to wait for processes to vanish after SIGKILL.
-const KILL_WAIT: Duration = Duration::from_secs(2);
+pub const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// Why a process may not be signalled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -45,6 +51,10 @@ pub enum Refusal {
         /// Our uid.
         our_uid: u32,
     },
+    /// The OS would not give the process's start time: it cannot be told from a process
+    /// that got its pid later.
+    #[error("pid {0} cannot be identified: the OS hides its start time")]
+    Unidentified(u32),
     /// The process has exited, or its pid now names another process.
     #[error("pid {0} is gone or was reused")]
     Gone(u32),
@@ -56,40 +66,59 @@ pub enum Refusal {
 /// Who we are, to refuse signalling ourselves, our ancestors and other users.
 #[derive(Debug, Clone)]
 pub struct Safety {
-    self_pid: u32,
-    ancestors: Vec<u32>,
+    myself: ProcessIdentity,
+    ancestors: Vec<ProcessIdentity>,
     uid: u32,
 }
 
 impl Safety {
-    /// Reads our pid, ancestors and uid.
-    pub fn new(counters: &Counters) -> Self {
-        let self_pid = std::process::id();
+    /// Reads our identity, our ancestors' and our uid.
+    pub fn new(counters: &impl CounterSource) -> Self {
+        let pid = std::process::id();
+        Safety::of(
+            ProcessIdentity {
+                pid,
+                start_time: counters.start_time(pid).unwrap_or(0),
+            },
+            ancestors(counters, pid),
+            signals::current_uid(),
+        )
+    }
+
+    /// The rules for process `myself` with these ancestors, running as `uid`.
+    pub fn of(myself: ProcessIdentity, ancestors: Vec<ProcessIdentity>, uid: u32) -> Self {
         Safety {
-            self_pid,
-            ancestors: ancestors(counters, self_pid),
-            uid: signals::current_uid(),
+            myself,
+            ancestors,
+            uid,
         }
     }
 
     /// Checks that `id` may be signalled now; returns its current info.
-    pub fn check(&self, counters: &Counters, id: &ProcessIdentity) -> Result<ProcessInfo, Refusal> {
+    pub fn check(
+        &self,
+        counters: &impl CounterSource,
+        id: &ProcessIdentity,
+    ) -> Result<ProcessInfo, Refusal> {
         if id.pid <= 1 {
             return Err(Refusal::Reserved(id.pid));
         }
-        if id.pid == self.self_pid {
+        if id.pid == self.myself.pid {
             return Err(Refusal::Ourselves(id.pid));
-        }
-        if self.ancestors.contains(&id.pid) {
-            return Err(Refusal::OurAncestor(id.pid));
         }
         let info = match counters.identity(id.pid) {
             Ok(info) => info,
             Err(e) if e.is_gone() => return Err(Refusal::Gone(id.pid)),
             Err(e) => return Err(Refusal::Unreadable(id.pid, e.to_string())),
         };
+        if id.start_time == 0 || info.start_time == 0 {
+            return Err(Refusal::Unidentified(id.pid));
+        }
         if info.start_time != id.start_time {
             return Err(Refusal::Gone(id.pid));
+        }
+        if self.ancestors.contains(id) {
+            return Err(Refusal::OurAncestor(id.pid));
         }
         if info.uid != self.uid {
             return Err(Refusal::OtherUser {
@@ -102,37 +131,28 @@ impl Safety {
     }
 }
 
-/// What a stop did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct StopReport {
-    /// Pids sent SIGTERM.
-    pub terminated: Vec<u32>,
-    /// Pids sent SIGKILL after the grace period.
-    pub killed: Vec<u32>,
-    /// Pids left alone, and why.
-    pub refused: Vec<(u32, String)>,
-    /// Pids still there at the end (should be empty).
-    pub survivors: Vec<u32>,
-}
-
-impl StopReport {
-    /// True when a signal reached at least one member: only then was the job "stopped".
-    pub fn signalled(&self) -> bool {
-        !self.terminated.is_empty() || !self.killed.is_empty()
+/// The OS signal numbers a [`JobSignal`] sends, in order.
+fn signal_numbers(signal: JobSignal) -> &'static [i32] {
+    match signal {
+        JobSignal::Pause => &[SIGSTOP],
+        JobSignal::Resume => &[SIGCONT],
+        // A stopped process keeps SIGTERM pending until it is continued.
+        JobSignal::Terminate => &[SIGTERM, SIGCONT],
+        JobSignal::Kill => &[SIGKILL],
     }
 }
 
-/// Sends `signal` to `id` if the safety rules allow it now; the identity check and the
-/// signal name the same process (a pidfd on Linux). True when it was delivered.
-pub fn signal_checked(
-    counters: &Counters,
+/// Sends `signal` to one member if the safety rules allow it now; the identity check and
+/// the signal name the same process (a pidfd on Linux).
+fn signal_one(
+    counters: &impl CounterSource,
+    kernel: &impl SendSignal,
     safety: &Safety,
     id: &ProcessIdentity,
-    signal: i32,
-    report: &mut StopReport,
-) -> bool {
+    number: i32,
+) -> Result<bool, Refusal> {
     let mut checked = None;
-    let sent = signals::send_if(id.pid, signal, || {
+    let sent = kernel.send_if(id.pid, number, &mut || {
         let check = safety.check(counters, id);
         let ok = check.is_ok();
         checked = Some(check);
@@ -141,89 +161,107 @@ pub fn signal_checked(
     match (sent, checked) {
         (Ok(true), check) => {
             let name = check.and_then(Result::ok).map(|info| info.name);
-            tracing::warn!(pid = id.pid, name = ?name, signal, "signalled");
-            true
+            tracing::warn!(pid = id.pid, name = ?name, signal = number, "signalled");
+            Ok(true)
         }
-        (Ok(false), Some(Err(refusal))) if !matches!(refusal, Refusal::Gone(_)) => {
+        (Ok(false), Some(Err(Refusal::Gone(_)))) | (Ok(false), None) => Ok(false),
+        (Ok(false), Some(Err(refusal))) => {
             tracing::warn!(pid = id.pid, %refusal, "refused to signal");
-            report.refused.push((id.pid, refusal.to_string()));
-            false
+            Err(refusal)
         }
-        (Ok(false), _) => false,
-        (Err(e), _) => {
-            report.refused.push((id.pid, e.to_string()));
-            false
-        }
+        (Ok(false), Some(Ok(_))) => Ok(false),
+        (Err(e), _) => Err(Refusal::Unreadable(id.pid, e.to_string())),
     }
 }
 
-/// Stops every member of a job: SIGTERM to each live member (identity re-checked before
-/// each signal) followed by SIGCONT, so a paused member wakes to handle it and exit
-/// cleanly; then SIGKILL to every member still alive after `grace`, or at once when
-/// `escalate()` turns true. Members that appear during the grace period (a supervisor's
-/// new children) are found again and included in the SIGKILL round.
-pub fn stop_members(
-    counters: &Counters,
+/// Sends `signal` to each of `members` (parents first, as given), each identity re-checked
+/// right before; says which it reached, which it refused and why, which were gone.
+pub fn signal_each(
+    counters: &impl CounterSource,
+    kernel: &impl SendSignal,
     safety: &Safety,
-    members: &MemberSet,
-    grace: Duration,
-    escalate: &dyn Fn() -> bool,
-) -> StopReport {
-    let mut report = StopReport::default();
-    // Parents first, so a supervisor cannot respawn children between the signals.
-    for id in members.discover(counters) {
-        if signal_checked(counters, safety, &id, SIGTERM, &mut report) {
-            report.terminated.push(id.pid);
+    members: &[ProcessIdentity],
+    signal: JobSignal,
+) -> SignalReport {
+    let mut report = SignalReport::default();
+    for (i, &number) in signal_numbers(signal).iter().enumerate() {
+        for id in members {
+            // The second signal of a pair (SIGCONT after SIGTERM) goes to those the first
+            // one reached.
+            if i > 0 && !report.reached.contains(id) {
+                continue;
+            }
+            match signal_one(counters, kernel, safety, id, number) {
+                Ok(true) if i == 0 => report.reached.push(*id),
+                Ok(true) => {}
+                Ok(false) if i == 0 => report.gone.push(*id),
+                Ok(false) => {}
+                Err(refusal) if i == 0 => report.refused.push(Refused {
+                    id: *id,
+                    why: refusal.to_string(),
+                }),
+                Err(_) => {}
+            }
         }
     }
-    // A stopped process keeps SIGTERM pending until it is continued.
-    for id in members.discover(counters) {
-        signal_checked(counters, safety, &id, SIGCONT, &mut report);
-    }
-    let started = Instant::now();
-    while !members.discover(counters).is_empty() && started.elapsed() < grace && !escalate() {
-        std::thread::sleep(POLL);
-    }
-    for id in members.discover(counters) {
-        if signal_checked(counters, safety, &id, SIGKILL, &mut report) {
-            report.killed.push(id.pid);
-        }
-    }
-    let killed_at = Instant::now();
-    while !members.discover(counters).is_empty() && killed_at.elapsed() < KILL_WAIT {
-        std::thread::sleep(POLL);
-    }
-    report.survivors = members.live().iter().map(|id| id.pid).collect();
     report
 }
 
-/// Sends `signal` (SIGSTOP to pause, SIGCONT to resume) to every live member of a job,
-/// parents first, each identity re-checked; returns the pids it reached. Refusals are
-/// logged, as for a stop.
-pub fn signal_members(
-    counters: &Counters,
+/// Stops every member of a job at once and waits for it, blocking: SIGTERM (and SIGCONT) to
+/// each live member, SIGKILL after `grace` to what is left, members found again before each
+/// round. Only for a driver unwinding from a panic, which can no longer trust its engine;
+/// everywhere else the engine drives a stop and verifies it at each check.
+pub fn stop_members(
+    counters: &impl CounterSource,
+    kernel: &impl SendSignal,
     safety: &Safety,
     members: &MemberSet,
-    signal: i32,
-) -> Vec<u32> {
+    grace: Duration,
+) -> StopReport {
+    let live =
+        || -> Vec<ProcessIdentity> { members.discover(counters).iter().map(|m| m.id).collect() };
+    stop_now(counters, kernel, safety, &live, grace)
+}
+
+/// [`stop_members`] for the processes `live()` says are alive now (a job whose guard is
+/// gone: the members its job file lists).
+pub fn stop_now(
+    counters: &impl CounterSource,
+    kernel: &impl SendSignal,
+    safety: &Safety,
+    live: &dyn Fn() -> Vec<ProcessIdentity>,
+    grace: Duration,
+) -> StopReport {
     let mut report = StopReport::default();
-    let mut reached = Vec::new();
-    for id in members.discover(counters) {
-        if signal_checked(counters, safety, &id, signal, &mut report) {
-            reached.push(id.pid);
-        }
+    let term = signal_each(counters, kernel, safety, &live(), JobSignal::Terminate);
+    report.terminated = term.reached.iter().map(|id| id.pid).collect();
+    let refused: Vec<ProcessIdentity> = term.refused.iter().map(|r| r.id).collect();
+    let signallable = || -> Vec<ProcessIdentity> {
+        live()
+            .into_iter()
+            .filter(|id| !refused.contains(id))
+            .collect()
+    };
+    let started = Instant::now();
+    while !signallable().is_empty() && started.elapsed() < grace {
+        std::thread::sleep(POLL);
     }
-    reached
-}
-
-/// Pauses every member of a job (SIGSTOP; see [`signal_members`]).
-pub fn pause_members(counters: &Counters, safety: &Safety, members: &MemberSet) -> Vec<u32> {
-    signal_members(counters, safety, members, SIGSTOP)
-}
-
-/// Continues every member of a paused job (SIGCONT; see [`signal_members`]).
-pub fn resume_members(counters: &Counters, safety: &Safety, members: &MemberSet) -> Vec<u32> {
-    signal_members(counters, safety, members, SIGCONT)
+    let kill = signal_each(counters, kernel, safety, &signallable(), JobSignal::Kill);
+    report.killed = kill.reached.iter().map(|id| id.pid).collect();
+    let killed_at = Instant::now();
+    while !signallable().is_empty() && killed_at.elapsed() < KILL_WAIT {
+        std::thread::sleep(POLL);
+    }
+    report.refused = term
+        .refused
+        .into_iter()
+        .chain(kill.refused)
+        .map(|r| (r.id.pid, r.why))
+        .collect();
+    report.refused.sort();
+    report.refused.dedup();
+    report.survivors = live().iter().map(|id| id.pid).collect();
+    report
 }
 
 #[cfg(all(test, target_os = "linux"))]

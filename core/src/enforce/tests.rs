@@ -1,4 +1,5 @@
-//! Tests of stopping real processes: trees, groups, TERM-ignoring children, refusals.
+//! Tests of signalling real processes under the safety rules: identities, refusals, what
+//! each signal reached, and the blocking stop of the unwind path.
 
 #![allow(clippy::unwrap_used)] // helpers of tests: a panic is a failed test
 
@@ -6,9 +7,10 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 use super::*;
-use crate::counters::CounterSource;
+use crate::counters::Counters;
 use crate::members::Members;
 use crate::process::tree_pids;
+use crate::unix::signals::Kernel;
 
 /// True once group `pgid` is gone (its last zombies reaped by whoever adopted them).
 fn group_ends(pgid: u32) -> bool {
@@ -21,10 +23,6 @@ fn group_ends(pgid: u32) -> bool {
 fn members_of(c: &Counters, child: &Child) -> MemberSet {
     let id = ProcessIdentity::of(c, child.id()).unwrap();
     MemberSet::new(Members::of_command(id, None))
-}
-
-fn never() -> bool {
-    false
 }
 
 fn spawn_sh(script: &str, own_group: bool) -> Child {
@@ -45,20 +43,6 @@ fn wait_for_children(counters: &Counters, pid: u32, n: usize) -> Vec<u32> {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("children of {pid} never appeared");
-}
-
-/// Stops `root` and its descendants as the engine stops a job of one process: the safety
-/// check on the root, then [`stop_members`] on its members.
-fn stop_tree(
-    counters: &Counters,
-    safety: &Safety,
-    root: ProcessIdentity,
-    grace: Duration,
-    escalate: &dyn Fn() -> bool,
-) -> Result<StopReport, Refusal> {
-    safety.check(counters, &root)?;
-    let members = MemberSet::new(Members::of_process(root));
-    Ok(stop_members(counters, safety, &members, grace, escalate))
 }
 
 #[test]
@@ -82,53 +66,126 @@ fn refuses_reserved_ourselves_ancestors_and_recycled() {
         ..id
     };
     assert_eq!(safety.check(&c, &recycled), Err(Refusal::Gone(id.pid)));
-    assert!(stop_tree(&c, &safety, recycled, Duration::ZERO, &never).is_err());
-    assert!(id.is_alive(&c), "a refused stop touched nothing");
+    let report = signal_each(&c, &Kernel, &safety, &[recycled], JobSignal::Kill);
+    assert_eq!(report.gone, vec![recycled], "{report:?}");
+    assert!(id.is_alive(&c), "a refused signal touched nothing");
     child.kill().unwrap();
     child.wait().unwrap();
 }
 
 #[test]
-fn refuses_other_users() {
+fn an_ancestor_is_known_by_pid_and_start_time() {
+    // A process that got a dead ancestor's pid is no ancestor: it may be signalled.
     let c = Counters::new();
-    let mut safety = Safety::new(&c);
     let mut child = Command::new("sleep").arg("30").spawn().unwrap();
     let id = ProcessIdentity::of(&c, child.id()).unwrap();
-    safety.uid = safety.uid.wrapping_add(1);
+    let me = ProcessIdentity::of(&c, std::process::id()).unwrap();
+    let dead_ancestor = ProcessIdentity {
+        pid: id.pid,
+        start_time: id.start_time.saturating_sub(1),
+    };
+    let safety = Safety::of(me, vec![dead_ancestor], signals::current_uid());
+    assert!(safety.check(&c, &id).is_ok());
+    let safety = Safety::of(me, vec![id], signals::current_uid());
+    assert_eq!(safety.check(&c, &id), Err(Refusal::OurAncestor(id.pid)));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn an_unknown_start_time_is_never_signalled() {
+    let c = Counters::new();
+    let safety = Safety::new(&c);
+    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let unknown = ProcessIdentity {
+        pid: child.id(),
+        start_time: 0,
+    };
+    assert_eq!(
+        safety.check(&c, &unknown),
+        Err(Refusal::Unidentified(child.id()))
+    );
+    let report = signal_each(&c, &Kernel, &safety, &[unknown], JobSignal::Kill);
+    assert_eq!(report.refused.len(), 1, "{report:?}");
+    assert!(child.try_wait().unwrap().is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn refuses_other_users_and_says_so() {
+    let c = Counters::new();
+    let me = ProcessIdentity::of(&c, std::process::id()).unwrap();
+    let safety = Safety::of(me, Vec::new(), signals::current_uid().wrapping_add(1));
+    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let id = ProcessIdentity::of(&c, child.id()).unwrap();
     assert!(matches!(
         safety.check(&c, &id),
         Err(Refusal::OtherUser { .. })
     ));
+    let report = signal_each(&c, &Kernel, &safety, &[id], JobSignal::Terminate);
+    assert!(report.reached.is_empty());
+    assert_eq!(report.refused[0].id, id);
+    assert!(
+        report.refused[0].why.contains("belongs to uid"),
+        "{report:?}"
+    );
+    assert!(child.try_wait().unwrap().is_none());
     child.kill().unwrap();
     child.wait().unwrap();
 }
 
 #[test]
-fn stop_tree_terms_descendants_and_kills_term_ignorers() {
+fn pause_and_resume_reach_each_member() {
     let c = Counters::new();
     let safety = Safety::new(&c);
-    // A shell that ignores TERM, with a child that ignores TERM too, and a normal one.
-    let mut root = spawn_sh(
-        "trap '' TERM; sh -c \"trap '' TERM; sleep 60\" & sleep 60 & wait",
-        false,
-    );
-    let pids = wait_for_children(&c, root.id(), 3);
-    let bystander = Command::new("sleep").arg("30").spawn().unwrap();
-    let id = ProcessIdentity::of(&c, root.id()).unwrap();
-    let report = stop_tree(&c, &safety, id, Duration::from_millis(300), &never).unwrap();
-    let _ = root.wait();
-    assert!(report.terminated.contains(&root.id()), "{report:?}");
-    assert!(
-        report.killed.contains(&root.id()),
-        "TERM was ignored: {report:?}"
-    );
+    let mut child = spawn_sh("sleep 60 & sleep 60 & wait", true);
+    wait_for_children(&c, child.id(), 2);
+    let set = members_of(&c, &child);
+    let ids: Vec<ProcessIdentity> = set.discover(&c).iter().map(|m| m.id).collect();
+    assert_eq!(ids.len(), 3);
+    let paused = signal_each(&c, &Kernel, &safety, &ids, JobSignal::Pause);
+    assert_eq!(paused.reached, ids);
+    let stopped = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        set.discover(&c)
+            .iter()
+            .all(|m| m.state == crate::counters::RunState::Stopped)
+    });
+    assert!(stopped, "{:?}", set.live());
+    let resumed = signal_each(&c, &Kernel, &safety, &ids, JobSignal::Resume);
+    assert_eq!(resumed.reached.len(), 3);
+    let report = stop_members(&c, &Kernel, &safety, &set, Duration::from_secs(5));
+    let _ = child.wait();
     assert!(report.survivors.is_empty(), "{report:?}");
-    for pid in pids {
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists() || c.process_info(pid).is_err(),
-            "{pid} survived"
-        );
+    assert!(group_ends(child.id()));
+}
+
+#[test]
+fn the_blocking_stop_kills_term_ignorers_after_the_grace() {
+    let mut child = spawn_sh("trap '' TERM; sleep 60 & sleep 60 & wait", true);
+    let c = Counters::new();
+    let pids = wait_for_children(&c, child.id(), 2);
+    let set = members_of(&c, &child);
+    let bystander = Command::new("sleep").arg("30").spawn().unwrap();
+    let t0 = Instant::now();
+    let report = stop_members(
+        &c,
+        &Kernel,
+        &Safety::new(&c),
+        &set,
+        Duration::from_millis(200),
+    );
+    let _ = child.wait();
+    for pid in &pids {
+        assert!(report.terminated.contains(pid), "{report:?}");
+        // The ignored TERM is inherited: every member needed the SIGKILL.
+        assert!(report.killed.contains(pid), "{report:?}");
     }
+    assert!(report.survivors.is_empty());
+    assert!(report.signalled());
+    assert!(t0.elapsed() >= Duration::from_millis(200));
+    assert!(group_ends(child.id()));
     let mut bystander = bystander;
     assert!(
         bystander.try_wait().unwrap().is_none(),
@@ -139,67 +196,11 @@ fn stop_tree_terms_descendants_and_kills_term_ignorers() {
 }
 
 #[test]
-fn stop_members_escalates_after_grace() {
-    let mut child = spawn_sh("trap '' TERM; sleep 60 & sleep 60 & wait", true);
-    let c = Counters::new();
-    let pids = wait_for_children(&c, child.id(), 2);
-    let set = members_of(&c, &child);
-    let t0 = Instant::now();
-    let report = stop_members(
-        &c,
-        &Safety::new(&c),
-        &set,
-        Duration::from_millis(200),
-        &never,
-    );
-    let _ = child.wait();
-    for pid in &pids {
-        assert!(report.terminated.contains(pid), "{report:?}");
-    }
-    // The ignored TERM is inherited: every member needed the SIGKILL.
-    for pid in &pids {
-        assert!(report.killed.contains(pid), "{report:?}");
-    }
-    assert!(report.survivors.is_empty());
-    assert!(report.signalled());
-    assert!(t0.elapsed() >= Duration::from_millis(200));
-    assert!(group_ends(child.id()));
-}
-
-#[test]
-fn stop_members_without_escalation_when_term_works() {
-    let mut child = spawn_sh("sleep 60 & sleep 60 & wait", true);
-    let c = Counters::new();
-    wait_for_children(&c, child.id(), 2);
-    let set = members_of(&c, &child);
-    let report = stop_members(&c, &Safety::new(&c), &set, Duration::from_secs(5), &never);
-    let _ = child.wait();
-    assert_eq!(report.terminated.len(), 3, "{report:?}");
-    assert!(report.killed.is_empty(), "{report:?}");
-    assert!(group_ends(child.id()));
-}
-
-#[test]
-fn escalate_sends_kill_at_once() {
-    let mut child = spawn_sh("trap '' TERM; sleep 60 & wait", true);
-    let c = Counters::new();
-    wait_for_children(&c, child.id(), 1);
-    let set = members_of(&c, &child);
-    let t0 = Instant::now();
-    let report = stop_members(&c, &Safety::new(&c), &set, Duration::from_secs(30), &|| {
-        true
-    });
-    let _ = child.wait();
-    assert!(t0.elapsed() < Duration::from_secs(10));
-    assert!(report.killed.contains(&child.id()), "{report:?}");
-}
-
-#[test]
 fn a_job_that_ended_before_the_stop_was_not_stopped() {
     let mut child = spawn_sh("sleep 0.3; exit 7", true);
     let c = Counters::new();
     let set = members_of(&c, &child);
     let _ = child.wait();
-    let report = stop_members(&c, &Safety::new(&c), &set, Duration::from_secs(1), &never);
+    let report = stop_members(&c, &Kernel, &Safety::new(&c), &set, Duration::from_secs(1));
     assert!(!report.signalled(), "{report:?}");
 }

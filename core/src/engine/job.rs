@@ -1,37 +1,60 @@
 //! One job's life inside the engine: what it remembers ([`Job`], its pauses), and each step
-//! of it (observe a sample, pause, resume, stop, finish), each pushing the [`Action`]s the
-//! caller carries out. [`super::jobs`] holds the jobs and routes requests to them.
+//! of it (observe a sample, pause, resume, stop, verify, finish), each pushing the
+//! [`Action`]s the caller carries out. [`super::jobs`] holds the jobs and routes requests.
 
 use std::time::{Duration, SystemTime};
 
-use super::{Action, JobMode, JobSpec, JobStatus};
-use crate::members::MemberSet;
+use super::phase::{PauseCheck, PausePhase, RefusedMembers, StopCheck, StopPhase};
+use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
+use crate::effects::{JobSignal, SignalReport, StopReport};
+use crate::members::{Member, MemberSet};
 use crate::policy::{
     check_interval, EndReason, EventGate, JobEvent, Ledger, Observation, OnBudget, StopReason,
     Verdict, CALM_TOLERANCE_BYTES,
 };
+use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
 use crate::stages::{Reading, StageTracker};
+
+/// Where a job is: what its next checks verify.
+#[derive(Debug, Clone)]
+pub(super) enum Phase {
+    /// Running: its limits apply.
+    Running,
+    /// Paused: every member must be seen stopped.
+    Paused(PausePhase),
+    /// Being stopped: every member must be seen gone.
+    Stopping(Box<StopPhase>),
+    /// Ended, with its verdict.
+    Ended,
+}
 
 /// One job.
 #[derive(Debug, Clone)]
 pub(super) struct Job {
     pub(super) id: u64,
+    pub(super) root: ProcessIdentity,
+    /// The members, shared with the sampler that refreshes them (the engine only reads the
+    /// samples: `members` is handed to whoever samples, see [`super::Engine::tracked`]).
     pub(super) members: MemberSet,
+    /// The live members the last sample found (complete and fresh).
+    pub(super) seen: Vec<Member>,
+    /// How many distinct processes the samples have shown.
+    pub(super) ever: std::collections::HashSet<ProcessIdentity>,
     pub(super) spec: JobSpec,
     pub(super) ledger: Ledger,
     pub(super) events: EventGate,
-    pub(super) status: JobStatus,
-    pub(super) stop_reason: Option<StopReason>,
+    pub(super) phase: Phase,
     pub(super) verdict: Option<Verdict>,
     pub(super) started_at: SystemTime,
     pub(super) started_since: Option<Duration>,
     pub(super) growth_bytes: u64,
     pub(super) ended_at: Option<SystemTime>,
     /// Wall time of the latest sample or request the job saw (its start before the first):
-    /// the job's "now" for pauses, its duration and its end. The engine reads no clock
-    /// itself; callers pass the time with each request.
+    /// the job's "now" for pauses, its duration and its end.
     pub(super) seen_at: SystemTime,
+    /// The sampler's clock at the latest sample or request: the stop's grace counts on it.
+    pub(super) clock: Duration,
     /// How the job's leader ended, once known (the exit status of a command we started).
     pub(super) exit: Option<EndReason>,
     /// The interval until this job's next check.
@@ -42,6 +65,10 @@ pub(super) struct Job {
     pub(super) pauses: Pauses,
     /// The latest good observation.
     pub(super) last: Option<Observation>,
+    /// Members the safety rules kept a signal from, and why.
+    pub(super) refused: RefusedMembers,
+    /// What its stop did, once it was stopped.
+    pub(super) stop_report: Option<StopReport>,
 }
 
 /// The pauses of a job.
@@ -73,12 +100,80 @@ impl Pauses {
         });
         self.total + current
     }
+
+    /// Ends the pause under way at `now`; returns how long it lasted.
+    pub(super) fn end(&mut self, now: SystemTime) -> Duration {
+        let Some((since, _)) = self.current.take() else {
+            return Duration::ZERO;
+        };
+        let paused = now.duration_since(since).unwrap_or_default();
+        self.total += paused;
+        paused
+    }
 }
 
 impl Job {
+    /// A new running job.
+    pub(super) fn new(
+        id: u64,
+        members: MemberSet,
+        spec: JobSpec,
+        swap_now_bytes: u64,
+        at: Moment,
+    ) -> Self {
+        let root = members.root();
+        Job {
+            id,
+            root,
+            members,
+            // Until the first sample, the job is its root.
+            seen: vec![Member {
+                id: root,
+                state: crate::counters::RunState::Running,
+            }],
+            ever: std::collections::HashSet::from([root]),
+            check: spec.poll,
+            spec,
+            ledger: Ledger::new(swap_now_bytes),
+            events: EventGate::default(),
+            phase: Phase::Running,
+            verdict: None,
+            started_at: at.at,
+            seen_at: at.at,
+            clock: at.clock,
+            started_since: None,
+            growth_bytes: 0,
+            ended_at: None,
+            exit: None,
+            stages: StageTracker::new(Some(swap_now_bytes)),
+            pauses: Pauses::default(),
+            last: None,
+            refused: RefusedMembers::new(),
+            stop_report: None,
+        }
+    }
+
+    /// The status the UI shows.
+    pub(super) fn status(&self) -> JobStatus {
+        match &self.phase {
+            Phase::Running => JobStatus::Running,
+            Phase::Paused(_) => JobStatus::Paused,
+            Phase::Stopping(_) => JobStatus::Stopping,
+            Phase::Ended => match self.verdict.as_ref().map(|v| &v.ended) {
+                Some(ended) if ended.by_the_guard() => JobStatus::Stopped,
+                _ => JobStatus::Finished,
+            },
+        }
+    }
+
     /// Running or paused: not ended, no stop under way.
     pub(super) fn live(&self) -> bool {
-        matches!(self.status, JobStatus::Running | JobStatus::Paused)
+        matches!(self.phase, Phase::Running | Phase::Paused(_))
+    }
+
+    /// Not ended yet.
+    pub(super) fn active(&self) -> bool {
+        !matches!(self.phase, Phase::Ended)
     }
 
     pub(super) fn notify(&self, event: JobEvent) -> Action {
@@ -89,70 +184,119 @@ impl Job {
         }
     }
 
-    /// Moves the job's "now" to wall time `at` (a sample's, or a request's), never back.
-    pub(super) fn saw(&mut self, at: SystemTime) {
-        self.seen_at = self.seen_at.max(at);
+    fn signal(&self, signal: JobSignal, members: Vec<ProcessIdentity>) -> Action {
+        Action::Signal {
+            job_id: self.id,
+            signal,
+            members,
+        }
     }
 
-    /// One sample for a running job: the stop rules, events, the next check interval.
+    /// Moves the job's "now" to `at`, never back.
+    pub(super) fn saw(&mut self, at: Moment) {
+        self.seen_at = self.seen_at.max(at.at);
+        self.clock = self.clock.max(at.clock);
+    }
+
+    /// The interval until this job's next check.
+    pub(super) fn next_check(&self) -> Option<Duration> {
+        match &self.phase {
+            Phase::Running => Some(self.check),
+            // Checked at once until every member is seen stopped.
+            Phase::Paused(pause) if !pause.settled() => Some(STOP_CHECK),
+            Phase::Paused(_) => Some(self.spec.poll),
+            Phase::Stopping(_) => Some(STOP_CHECK),
+            Phase::Ended => None,
+        }
+    }
+
+    /// One sample: the members it found (verifying a pause or a stop under way), then the
+    /// limits and events of a running job.
     pub(super) fn observe(&mut self, sample: &Sample, actions: &mut Vec<Action>) {
-        self.saw(sample.at);
-        let root = self.members.root();
-        let tracked = sample.tracked.iter().find(|t| t.identity == root);
-        if tracked.is_some_and(|t| t.memory.is_none()) {
+        self.saw(Moment {
+            at: sample.at,
+            clock: sample.since_start,
+        });
+        let tracked = sample.tracked.iter().find(|t| t.identity == self.root);
+        if let Some(tracked) = tracked {
+            self.seen.clone_from(&tracked.members);
+            self.ever.extend(tracked.members.iter().map(|m| m.id));
+        }
+        let obs = sample.system.as_ref().map(|system| {
+            let since = *self.started_since.get_or_insert(sample.since_start);
+            Observation {
+                t: sample.since_start.saturating_sub(since),
+                swap_used_bytes: system.swap_used_bytes,
+                free_percent: system.free_percent,
+                footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
+                compressed_bytes: system.compressed_bytes,
+            }
+        });
+        if let Some(obs) = &obs {
+            self.last = Some(*obs);
+        }
+        if let Phase::Stopping(_) = self.phase {
+            if let Some(obs) = &obs {
+                self.ledger.observe(None, obs);
+                self.record(obs);
+            }
+            if tracked.is_some() {
+                self.check_stop(actions);
+            }
+            return;
+        }
+        if tracked.is_some() && self.seen.is_empty() {
             // No member lives any more. (A failed read never gets here: only death does.)
             let ended = self.exit.clone().unwrap_or(EndReason::Vanished);
             self.finish(ended, actions);
             return;
         }
-        let Some(system) = &sample.system else {
+        if tracked.is_some() {
+            self.check_pause(actions);
+        }
+        let Some(obs) = obs else {
             return; // a failed read: the job goes on, judged at the next good sample
         };
-        let since = *self.started_since.get_or_insert(sample.since_start);
-        let obs = Observation {
-            t: sample.since_start.saturating_sub(since),
-            swap_used_bytes: system.swap_used_bytes,
-            free_percent: system.free_percent,
-            footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
-            compressed_bytes: system.compressed_bytes,
-        };
-        self.last = Some(obs);
-        if self.status == JobStatus::Paused {
+        if let Phase::Paused(_) = self.phase {
             self.observe_paused(&obs, actions);
-            return;
+        } else {
+            self.observe_running(&obs, actions);
         }
+    }
+
+    /// A running job's observation: the stop rules, events, the next check interval.
+    fn observe_running(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
         let guarded = self.spec.mode == JobMode::Guard;
-        let growth = self.ledger.budget_growth_bytes(&obs);
+        // The rate is measured over the interval that led to this check; it spaces the next
+        // one, and the growth is projected to it.
+        let window = if guarded { self.check } else { Duration::ZERO };
+        self.ledger.record(obs, window);
+        let growth = self.ledger.budget_growth_bytes(obs);
         if guarded {
-            // Look ahead to the next check, spaced by how close the budget is.
             self.check = check_interval(
                 &self.spec.limits,
                 growth,
                 obs.swap_used_bytes,
                 self.ledger.rate_bytes_per_second(),
                 self.spec.poll,
-            );
+            )
+            .max(self.spec.min_check);
         }
         let mut limits = self.spec.limits.clone();
         limits.lookahead = self.check;
-        let stop = self.ledger.observe(guarded.then_some(&limits), &obs);
-        self.record(&obs);
-        let total = self.ledger.growth_bytes(&obs);
-        for event in self.events.observe(&limits, guarded, (total, growth), &obs) {
+        let stop = if guarded {
+            self.ledger.judge(&limits, obs)
+        } else {
+            None
+        };
+        self.record(obs);
+        let total = self.ledger.growth_bytes(obs);
+        for event in self.events.observe(&limits, guarded, (total, growth), obs) {
             // A warning "will be stopped at the budget" is stale when it is stopped now.
             if stop.is_some() && matches!(event, JobEvent::Warning { .. }) {
                 continue;
             }
             actions.push(self.notify(event));
-        }
-        if guarded {
-            self.check = check_interval(
-                &limits,
-                growth,
-                obs.swap_used_bytes,
-                self.ledger.rate_bytes_per_second(),
-                self.spec.poll,
-            );
         }
         match stop {
             Some(reason)
@@ -161,14 +305,15 @@ impl Job {
             {
                 self.pause(Some(reason), actions);
             }
-            Some(reason) => self.stop(reason, actions),
+            Some(reason) => self.stop(reason, None, actions),
             None => {}
         }
     }
 
-    /// A paused job's sample: figures for the verdict (no stop rule: it is not running),
-    /// and a resume by itself once free memory is back and swap has stopped growing.
-    pub(super) fn observe_paused(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
+    /// A paused job's observation: figures for the verdict (no stop rule: it is not
+    /// running), and a resume by itself once free memory is back and swap has stopped
+    /// growing.
+    fn observe_paused(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
         self.ledger.observe(None, obs);
         self.record(obs);
         let Some((_, calm)) = self.pauses.current.as_mut() else {
@@ -193,6 +338,85 @@ impl Job {
         }
     }
 
+    /// Verifies a pause under way against the members just seen: pauses members the pause
+    /// has not reached; a member that runs again makes the job run again.
+    fn check_pause(&mut self, actions: &mut Vec<Action>) {
+        let clock = self.clock;
+        let Phase::Paused(pause) = &mut self.phase else {
+            return;
+        };
+        match pause.check(&self.seen, &self.refused, clock) {
+            PauseCheck::Holds => {}
+            PauseCheck::Pause(members) => actions.push(self.signal(JobSignal::Pause, members)),
+            PauseCheck::RunsAgain { pids, continued } => {
+                self.pauses.end(self.seen_at);
+                self.phase = Phase::Running;
+                self.check = self.spec.poll.min(self.check);
+                actions.push(self.notify(JobEvent::RunsAgain { pids, continued }));
+            }
+        }
+    }
+
+    /// Verifies a stop under way against the members just seen: signals what is left, and
+    /// ends the job once none is (or once it is clear that some cannot be stopped).
+    fn check_stop(&mut self, actions: &mut Vec<Action>) {
+        let (clock, grace) = (self.clock, self.spec.grace);
+        let Phase::Stopping(stop) = &mut self.phase else {
+            return;
+        };
+        match stop.check(&self.seen, &self.refused, grace, clock) {
+            StopCheck::Wait => {}
+            StopCheck::Signal(signal, members) => actions.push(self.signal(signal, members)),
+            StopCheck::Done => {
+                let ended = if !stop.report.signalled() {
+                    // It ended on its own before any signal reached it: its own end.
+                    self.exit.clone().unwrap_or(EndReason::Vanished)
+                } else {
+                    stop.ends_as.clone().unwrap_or(EndReason::Stopped {
+                        reason: stop.reason.clone(),
+                    })
+                };
+                self.finish(ended, actions);
+            }
+            StopCheck::Failed(survivors) => {
+                let ended = EndReason::NotStopped {
+                    reason: stop.reason.clone(),
+                    survivors,
+                };
+                self.finish(ended, actions);
+            }
+        }
+    }
+
+    /// What carrying out a signal did: refusals are said at once; what a stop's or a
+    /// pause's signals reached is recorded for their verification.
+    pub(super) fn signalled(
+        &mut self,
+        signal: JobSignal,
+        report: &SignalReport,
+        actions: &mut Vec<Action>,
+    ) {
+        let fresh: Vec<(u32, String)> = report
+            .refused
+            .iter()
+            .filter(|r| self.refused.insert(r.id, r.why.clone()).is_none())
+            .map(|r| (r.id.pid, r.why.clone()))
+            .collect();
+        if !fresh.is_empty() {
+            actions.push(self.notify(JobEvent::Refused {
+                action: signal.verb().to_string(),
+                members: fresh,
+            }));
+        }
+        match &mut self.phase {
+            Phase::Stopping(stop) => stop.reached(signal, &report.reached),
+            Phase::Paused(pause) if signal == JobSignal::Pause => {
+                pause.sent(&report.reached, self.clock);
+            }
+            _ => {}
+        }
+    }
+
     /// Records `obs` in the stage figures and the peak growth (after the policy saw it).
     pub(super) fn record(&mut self, obs: &Observation) {
         self.stages.observe(&Reading {
@@ -210,69 +434,90 @@ impl Job {
         let swap = self
             .last
             .map_or(self.ledger.swap_start_bytes(), |o| o.swap_used_bytes);
-        self.status = JobStatus::Paused;
         self.pauses.count += 1;
         let calm = Calm {
             swap_bytes: swap,
             since: t,
         };
         self.pauses.current = Some((self.seen_at, calm));
+        self.phase = Phase::Paused(PausePhase::default());
         actions.push(self.notify(JobEvent::Paused {
             reason,
             growth_bytes: self.growth_bytes,
             pause: self.pauses.count,
             max_pauses: self.spec.limits.max_pauses.max(self.pauses.count),
         }));
-        actions.push(Action::Pause {
-            job_id: self.id,
-            members: self.members.clone(),
-        });
+        let members = self.seen_ids();
+        actions.push(self.signal(JobSignal::Pause, members));
     }
 
     /// Continues the paused job with a new budget from swap in use now; `free_percent` when
     /// free memory brought it back by itself.
     pub(super) fn resume(&mut self, free_percent: Option<f64>, actions: &mut Vec<Action>) {
-        let Some((since, _)) = self.pauses.current.take() else {
-            return;
-        };
-        let paused = self.seen_at.duration_since(since).unwrap_or_default();
-        self.pauses.total += paused;
+        let paused = self.pauses.end(self.seen_at);
         let swap = self
             .last
             .map_or(self.ledger.swap_start_bytes(), |o| o.swap_used_bytes);
         self.ledger.rebase(swap);
         self.events.rearm();
-        self.status = JobStatus::Running;
+        self.phase = Phase::Running;
         self.check = self.spec.poll.min(self.check);
         actions.push(self.notify(JobEvent::Resumed {
             free_percent,
             paused,
             swap_used_bytes: swap,
         }));
-        actions.push(Action::Resume {
-            job_id: self.id,
-            members: self.members.clone(),
-        });
+        let members = self.seen_ids();
+        actions.push(self.signal(JobSignal::Resume, members));
     }
 
-    /// Starts stopping the job (the caller signals, then calls [`Engine::stop_done`]).
-    pub(super) fn stop(&mut self, reason: StopReason, actions: &mut Vec<Action>) {
-        if let Some((since, _)) = self.pauses.current.take() {
-            self.pauses.total += self.seen_at.duration_since(since).unwrap_or_default();
+    /// Starts stopping the job: SIGTERM to every member now; the next checks verify it.
+    /// `ends_as`: how it ends once stopped, when not "stopped by the guard" (an interrupted
+    /// driver).
+    pub(super) fn stop(
+        &mut self,
+        reason: StopReason,
+        ends_as: Option<EndReason>,
+        actions: &mut Vec<Action>,
+    ) {
+        self.pauses.end(self.seen_at);
+        let quiet = ends_as.is_some();
+        let mut stop = StopPhase::new(reason.clone(), ends_as, self.clock);
+        let members = stop.first(&self.seen);
+        self.phase = Phase::Stopping(Box::new(stop));
+        if !quiet {
+            actions.push(self.notify(JobEvent::Stopped { reason }));
         }
-        self.status = JobStatus::Stopping;
-        self.stop_reason = Some(reason.clone());
-        actions.push(self.notify(JobEvent::Stopped {
-            reason: reason.clone(),
-        }));
-        actions.push(Action::Stop {
-            job_id: self.id,
-            members: self.members.clone(),
-            reason,
-        });
+        if !members.is_empty() {
+            actions.push(self.signal(JobSignal::Terminate, members));
+        }
     }
 
+    /// A second interrupt while stopping: SIGKILL at the next check.
+    pub(super) fn escalate(&mut self) {
+        if let Phase::Stopping(stop) = &mut self.phase {
+            stop.escalate = true;
+        }
+    }
+
+    /// The ids of the members the last sample found.
+    fn seen_ids(&self) -> Vec<ProcessIdentity> {
+        self.seen.iter().map(|m| m.id).collect()
+    }
+
+    /// Ends the job with `ended`: the verdict, and what its stop did.
     pub(super) fn finish(&mut self, ended: EndReason, actions: &mut Vec<Action>) {
+        if let Phase::Stopping(stop) = &self.phase {
+            let mut report = stop.report.clone();
+            report.refused = self
+                .refused
+                .iter()
+                .map(|(id, why)| (id.pid, why.clone()))
+                .collect();
+            report.refused.sort();
+            report.survivors = self.seen.iter().map(|m| m.id.pid).collect();
+            self.stop_report = Some(report);
+        }
         let mut verdict = self
             .ledger
             .verdict(self.spec.limits.fits_tolerance_bytes, ended);
@@ -280,7 +525,7 @@ impl Job {
             .seen_at
             .duration_since(self.started_at)
             .unwrap_or(verdict.duration);
-        verdict.processes = self.members.ever();
+        verdict.processes = u32::try_from(self.ever.len()).unwrap_or(u32::MAX);
         if verdict.fits {
             verdict.tight = self.ledger.tightness(&self.spec.limits);
         }
@@ -289,7 +534,7 @@ impl Job {
         verdict.paused = self.pauses.total(self.seen_at);
         self.pauses.current = None;
         self.verdict = Some(verdict.clone());
-        self.status = JobStatus::Finished;
+        self.phase = Phase::Ended;
         self.ended_at = Some(self.seen_at);
         actions.push(self.notify(JobEvent::Finished { verdict }));
     }

@@ -1,18 +1,19 @@
 //! The engine: every job of one process (the app's, or the one job of a CLI run), and the
-//! requests on them (add, pause, resume, stop, mark, samples, ends), each answered with the
-//! [`Action`]s to carry out; plus the views and records the UI and the store read.
+//! requests on them (add, pause, resume, stop, mark, samples, ends, what signals did), each
+//! answered with the [`Action`]s to carry out; plus the views and records the UI, the sinks
+//! and the store read. The engine alone decides whether a request makes sense now.
 
 use std::time::{Duration, SystemTime};
 
-use super::job::{Calm, Job, Pauses};
+use super::job::{Calm, Job, Phase};
+use super::phase::PausePhase;
 use super::records::{FinishedJob, SavedJob};
-use super::{Action, JobMode, JobSpec, JobStatus, JobView};
-use crate::enforce::StopReport;
+use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
+use crate::effects::{Control, JobSignal, SignalReport, StopReport};
 use crate::members::MemberSet;
-use crate::policy::{EndReason, EventGate, JobEvent, Ledger, Limits, StopReason, Verdict};
+use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
-use crate::stages::StageTracker;
 use crate::units::unix_ms;
 
 /// Every job of one process (the app's, or the one job of a CLI run).
@@ -22,24 +23,41 @@ pub struct Engine {
     jobs: Vec<Job>,
 }
 
+/// Why a request on a job was not carried out (said to whoever asked).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// No such job.
+    #[error("no such job")]
+    NoJob,
+    /// The job ended.
+    #[error("the job of pid {0} has ended")]
+    Ended(u32),
+    /// Resume, but it is not paused.
+    #[error("the job of pid {0} is not paused")]
+    NotPaused(u32),
+    /// Pause, but it is paused already.
+    #[error("the job of pid {0} is already paused")]
+    AlreadyPaused(u32),
+    /// A stop is under way.
+    #[error("the job of pid {0} is being stopped")]
+    Stopping(u32),
+}
+
 impl Engine {
-    /// Adds a job over `members` with swap in use `swap_now_bytes` at wall time `at` (the
-    /// caller's clock; the engine reads none); returns its id. A process that already has a
-    /// running job keeps it: watch never weakens a guard (its budget stays), guard turns a
-    /// watch into a guard with the new budget.
+    /// Adds a job over `members` with swap in use `swap_now_bytes` at `at` (the caller's
+    /// clocks; the engine reads none); returns its id. A process that already has a running
+    /// job keeps it: watch never weakens a guard (its budget stays), guard turns a watch into
+    /// a guard with the new budget.
     pub fn add(
         &mut self,
         members: MemberSet,
         spec: JobSpec,
         swap_now_bytes: u64,
-        at: SystemTime,
+        at: Moment,
     ) -> u64 {
         let root = members.root();
-        if let Some(existing) = self
-            .jobs
-            .iter_mut()
-            .find(|j| j.members.root() == root && j.live())
-        {
+        if let Some(existing) = self.jobs.iter_mut().find(|j| j.root == root && j.live()) {
             if spec.mode == JobMode::Guard {
                 existing.spec.mode = JobMode::Guard;
                 existing.spec.limits = spec.limits;
@@ -47,73 +65,102 @@ impl Engine {
             return existing.id;
         }
         self.next_id += 1;
-        self.jobs.push(Job {
-            id: self.next_id,
-            members,
-            check: spec.poll,
-            spec,
-            ledger: Ledger::new(swap_now_bytes),
-            events: EventGate::default(),
-            status: JobStatus::Running,
-            stop_reason: None,
-            verdict: None,
-            started_at: at,
-            seen_at: at,
-            started_since: None,
-            growth_bytes: 0,
-            ended_at: None,
-            exit: None,
-            stages: StageTracker::new(Some(swap_now_bytes)),
-            pauses: Pauses::default(),
-            last: None,
-        });
+        self.jobs
+            .push(Job::new(self.next_id, members, spec, swap_now_bytes, at));
         self.next_id
     }
 
-    /// Pauses running job `id` on request (the app, a notification's "Pause now") at wall
-    /// time `at`; the pause counts toward `max_pauses`. Nothing for a job that is not running.
-    pub fn pause(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
+    fn job_mut(&mut self, id: u64) -> Option<&mut Job> {
+        self.jobs.iter_mut().find(|j| j.id == id)
+    }
+
+    fn job(&self, id: u64) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.id == id)
+    }
+
+    /// Carries out `control` on job `id` at `at` if it makes sense now (pause a running job,
+    /// resume a paused one, stop one that runs or is paused), else says why not. The answer
+    /// to `headroom pause|resume|stop`, the app's buttons and a notification's.
+    pub fn request(
+        &mut self,
+        id: u64,
+        control: Control,
+        at: Moment,
+    ) -> Result<Vec<Action>, RequestError> {
+        let job = self.job_mut(id).ok_or(RequestError::NoJob)?;
+        let pid = job.root.pid;
+        job.saw(at);
         let mut actions = Vec::new();
-        if let Some(job) = self.running_mut(id, JobStatus::Running) {
-            job.saw(at);
-            job.pause(None, &mut actions);
+        match (control, &job.phase) {
+            (_, Phase::Ended) => return Err(RequestError::Ended(pid)),
+            (_, Phase::Stopping(_)) => return Err(RequestError::Stopping(pid)),
+            (Control::Pause, Phase::Paused(_)) => return Err(RequestError::AlreadyPaused(pid)),
+            (Control::Resume, Phase::Running) => return Err(RequestError::NotPaused(pid)),
+            (Control::Pause, Phase::Running) => job.pause(None, &mut actions),
+            (Control::Resume, Phase::Paused(_)) => job.resume(None, &mut actions),
+            (Control::Stop, _) => job.stop(StopReason::Requested, None, &mut actions),
+        }
+        Ok(actions)
+    }
+
+    /// The driver itself was interrupted by `signal` at `at`: a job Headroom started is
+    /// stopped (SIGKILL at once on a second interrupt); a picked process is let go, continued
+    /// first if it was paused.
+    pub fn interrupt(&mut self, id: u64, signal: i32, second: bool, at: Moment) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let Some(job) = self.job_mut(id) else {
+            return actions;
+        };
+        job.saw(at);
+        let ended = EndReason::Interrupted { signal };
+        match (&job.phase, job.spec.owned) {
+            (Phase::Ended, _) => {}
+            (Phase::Stopping(_), _) => {
+                if second {
+                    job.escalate();
+                }
+            }
+            (_, true) => {
+                job.stop(StopReason::Requested, Some(ended), &mut actions);
+                if second {
+                    job.escalate();
+                }
+            }
+            (Phase::Paused(_), false) => {
+                job.resume(None, &mut actions);
+                actions.retain(|a| matches!(a, Action::Signal { .. }));
+                job.finish(ended, &mut actions);
+            }
+            (Phase::Running, false) => job.finish(ended, &mut actions),
         }
         actions
     }
 
-    /// Continues paused job `id` on request at wall time `at`, with a new budget from swap
-    /// in use now.
-    pub fn resume(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
+    /// What carrying out a [`Action::Signal`] of job `id` did, at `at`; returns what follows
+    /// (a warning for members the safety rules refused).
+    pub fn signalled(
+        &mut self,
+        id: u64,
+        signal: JobSignal,
+        report: &SignalReport,
+        at: Moment,
+    ) -> Vec<Action> {
         let mut actions = Vec::new();
-        if let Some(job) = self.running_mut(id, JobStatus::Paused) {
+        if let Some(job) = self.job_mut(id) {
             job.saw(at);
-            job.resume(None, &mut actions);
+            job.signalled(signal, report, &mut actions);
         }
         actions
     }
 
-    /// Stops running or paused job `id` on request at wall time `at`; the caller carries out
-    /// the stop and reports with [`Engine::stop_done`].
-    pub fn stop(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
-        let mut actions = Vec::new();
-        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id && j.live()) {
-            job.saw(at);
-            job.stop(StopReason::Requested, &mut actions);
-        }
-        actions
+    /// The status of job `id`.
+    pub fn status(&self, id: u64) -> Option<JobStatus> {
+        self.job(id).map(Job::status)
     }
 
     /// True while job `id` is paused.
     pub fn is_paused(&self, id: u64) -> bool {
-        self.jobs
-            .iter()
-            .any(|j| j.id == id && j.status == JobStatus::Paused)
-    }
-
-    fn running_mut(&mut self, id: u64, status: JobStatus) -> Option<&mut Job> {
-        self.jobs
-            .iter_mut()
-            .find(|j| j.id == id && j.status == status)
+        self.status(id) == Some(JobStatus::Paused)
     }
 
     /// A process of job `id` marked the start of `stage` at `since_start` on the sampler's
@@ -122,56 +169,72 @@ impl Engine {
         let Some(job) = self
             .jobs
             .iter_mut()
-            .find(|j| j.id == id && j.status == JobStatus::Running)
+            .find(|j| j.id == id && matches!(j.phase, Phase::Running))
         else {
             return Vec::new();
         };
         let since = *job.started_since.get_or_insert(since_start);
         let t = since_start.saturating_sub(since);
-        job.stages.mark(stage, t.as_secs_f64());
+        if !job.stages.mark(stage, t.as_secs_f64()) {
+            return Vec::new();
+        }
         vec![job.notify(JobEvent::Stage {
             stage: stage.to_string(),
         })]
     }
 
-    /// The job whose live members include `pid` (for a mark from that process).
-    pub fn job_of(&self, pid: u32, counters: &crate::counters::Counters) -> Option<u64> {
+    /// The running job whose members, as the last sample found them, include `pid` (for a
+    /// mark from that process).
+    pub fn job_of(&self, pid: u32) -> Option<u64> {
         self.jobs
             .iter()
-            .filter(|j| j.status == JobStatus::Running)
-            .find(|j| j.members.discover(counters).iter().any(|m| m.pid == pid))
+            .filter(|j| matches!(j.phase, Phase::Running))
+            .find(|j| j.seen.iter().any(|m| m.id.pid == pid))
+            .map(|j| j.id)
+    }
+
+    /// The job not yet ended whose root is `pid` (the app's socket, `headroom pause PID`).
+    pub fn job_with_root(&self, pid: u32) -> Option<u64> {
+        self.jobs
+            .iter()
+            .find(|j| j.root.pid == pid && j.active())
             .map(|j| j.id)
     }
 
     /// Removes a job (Unwatch, Unguard); never stops its processes. Returns its root.
-    pub fn remove(&mut self, id: u64) -> Option<ProcessIdentity> {
-        let index = self.jobs.iter().position(|j| j.id == id)?;
-        Some(self.jobs.remove(index).members.root())
+    /// Refused while it is paused: a paused job is never let go (resume or stop it first).
+    pub fn remove(&mut self, id: u64) -> Result<ProcessIdentity, RequestError> {
+        let index = self
+            .jobs
+            .iter()
+            .position(|j| j.id == id)
+            .ok_or(RequestError::NoJob)?;
+        if let Phase::Paused(_) = self.jobs[index].phase {
+            return Err(RequestError::AlreadyPaused(self.jobs[index].root.pid));
+        }
+        Ok(self.jobs.remove(index).root)
     }
 
-    /// Member sets of running and paused jobs (to track in the sampler).
+    /// Member sets of the jobs not yet ended (to track in the sampler).
     pub fn tracked(&self) -> Vec<MemberSet> {
         self.jobs
             .iter()
-            .filter(|j| j.live() || j.status == JobStatus::Stopping)
+            .filter(|j| j.active())
             .map(|j| j.members.clone())
             .collect()
     }
 
-    /// The interval the sampler should tick at for these jobs: the shortest check any
-    /// running job wants, or `None` without running jobs.
+    /// The interval the sampler should tick at for these jobs: the shortest check any job
+    /// not yet ended wants (faster near a budget, and while a stop is verified), or `None`
+    /// without such jobs.
     pub fn check_interval(&self) -> Option<Duration> {
-        self.jobs
-            .iter()
-            .filter(|j| j.status == JobStatus::Running)
-            .map(|j| j.check)
-            .min()
+        self.jobs.iter().filter_map(Job::next_check).min()
     }
 
     /// Feeds one sample; returns what to do.
     pub fn on_sample(&mut self, sample: &Sample) -> Vec<Action> {
         let mut actions = Vec::new();
-        for job in self.jobs.iter_mut().filter(|j| j.live()) {
+        for job in self.jobs.iter_mut().filter(|j| j.active()) {
             job.observe(sample, &mut actions);
         }
         actions
@@ -180,70 +243,37 @@ impl Engine {
     /// Records how job `id`'s leader ended (the exit status of a command we started); the
     /// job itself ends when its last member does.
     pub fn set_exit(&mut self, id: u64, exit: EndReason) {
-        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id) {
+        if let Some(job) = self.job_mut(id) {
             job.exit = Some(exit);
         }
     }
 
-    /// Ends running job `id` at wall time `at`, because its last member is gone (seen
-    /// between samples); returns the verdict event.
-    pub fn members_gone(&mut self, id: u64, at: SystemTime) -> Vec<Action> {
+    /// Ends job `id` with `ended` at `at` whatever its members do (a recorded trace ran
+    /// out); returns the verdict.
+    pub fn end(&mut self, id: u64, ended: EndReason, at: Moment) -> Vec<Action> {
         let mut actions = Vec::new();
-        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id && j.live()) {
-            job.saw(at);
-            let ended = job.exit.clone().unwrap_or(EndReason::Vanished);
-            job.finish(ended, &mut actions);
-        }
-        actions
-    }
-
-    /// Ends job `id` with `ended` at wall time `at` (the driver itself was interrupted);
-    /// returns the verdict.
-    pub fn end(&mut self, id: u64, ended: EndReason, at: SystemTime) -> Vec<Action> {
-        let mut actions = Vec::new();
-        if let Some(job) = self
-            .jobs
-            .iter_mut()
-            .find(|j| j.id == id && j.verdict.is_none())
-        {
+        if let Some(job) = self.job_mut(id).filter(|j| j.active()) {
             job.saw(at);
             job.finish(ended, &mut actions);
-        }
-        actions
-    }
-
-    /// The caller finished stopping job `id`; returns the verdict event. The job counts as
-    /// stopped only when a signal reached a member: a job that ended on its own between the
-    /// check and the stop keeps its own end (exit status). `at`: wall time now.
-    pub fn stop_done(&mut self, id: u64, report: &StopReport, at: SystemTime) -> Vec<Action> {
-        let mut actions = Vec::new();
-        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id) {
-            job.saw(at);
-            let reason = job.stop_reason.clone();
-            match reason {
-                Some(reason) if report.signalled() => {
-                    job.finish(EndReason::Stopped { reason }, &mut actions);
-                    job.status = JobStatus::Stopped;
-                }
-                _ => {
-                    let ended = job.exit.clone().unwrap_or(EndReason::Vanished);
-                    job.finish(ended, &mut actions);
-                }
-            }
         }
         actions
     }
 
     /// The verdict of job `id`, once it ended.
     pub fn verdict(&self, id: u64) -> Option<&Verdict> {
-        self.jobs.iter().find(|j| j.id == id)?.verdict.as_ref()
+        self.job(id)?.verdict.as_ref()
+    }
+
+    /// What stopping job `id` did, once it was stopped (or tried to be).
+    pub fn stop_report(&self, id: u64) -> Option<&StopReport> {
+        self.job(id)?.stop_report.as_ref()
     }
 
     /// The record of a job that has ended (for the store), or `None` while it runs.
     pub fn finished_record(&self, id: u64) -> Option<FinishedJob> {
-        let job = self.jobs.iter().find(|j| j.id == id)?;
+        let job = self.job(id)?;
         Some(FinishedJob {
-            identity: job.members.root(),
+            identity: job.root,
             command: job.spec.command.clone(),
             mode: job.spec.mode,
             started_at_ms: unix_ms(job.started_at),
@@ -254,9 +284,9 @@ impl Engine {
 
     /// What to save so the job is taken up again after a restart (in boot `boot_id`).
     pub fn active_record(&self, id: u64, boot_id: &str) -> Option<SavedJob> {
-        let job = self.jobs.iter().find(|j| j.id == id)?;
+        let job = self.job(id)?;
         Some(SavedJob {
-            identity: job.members.root(),
+            identity: job.root,
             command: job.spec.command.clone(),
             mode: job.spec.mode,
             started_at_ms: unix_ms(job.started_at),
@@ -271,14 +301,13 @@ impl Engine {
     }
 
     /// Takes up a job saved before a restart (its process must still match; see
-    /// `Store::restorable_jobs`) at wall time `at`, keeping its start time and swap
-    /// baseline.
+    /// `Store::restorable_jobs`) at `at`, keeping its start time and swap baseline.
     pub fn restore(
         &mut self,
         saved: &SavedJob,
         members: MemberSet,
         base: JobSpec,
-        at: SystemTime,
+        at: Moment,
     ) -> u64 {
         let spec = JobSpec {
             command: saved.command.clone(),
@@ -289,18 +318,19 @@ impl Engine {
                 on_budget: saved.on_budget,
                 ..base.limits
             },
-            poll: base.poll,
+            ..base
         };
         let id = self.add(members, spec, saved.swap_start_bytes, at);
-        if let Some(job) = self.jobs.iter_mut().find(|j| j.id == id) {
+        if let Some(job) = self.job_mut(id) {
             let at = |ms: i64| {
                 std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
             };
             job.started_at = at(saved.started_at_ms);
             job.pauses.count = saved.pauses;
-            // Still stopped (SIGSTOP outlives us): taken up as paused, resumed on request.
+            // Still stopped (SIGSTOP outlives us): taken up as paused, resumed on request,
+            // and verified like any pause from the first sample on.
             if let Some(ms) = saved.paused_since_ms {
-                job.status = JobStatus::Paused;
+                job.phase = Phase::Paused(PausePhase::default());
                 let calm = Calm {
                     swap_bytes: u64::MAX,
                     since: Duration::ZERO,
@@ -319,35 +349,20 @@ impl Engine {
         }
     }
 
+    /// The view of job `id`.
+    pub fn view(&self, id: u64) -> Option<JobView> {
+        self.job(id).map(view)
+    }
+
     /// Jobs for the UI, newest first.
     pub fn views(&self) -> Vec<JobView> {
-        self.jobs
-            .iter()
-            .rev()
-            .map(|j| JobView {
-                id: j.id,
-                pid: j.members.root().pid,
-                command: j.spec.command.clone(),
-                mode: j.spec.mode,
-                state: j.status,
-                swap_growth_bytes: j.growth_bytes,
-                swap_budget_bytes: (j.spec.mode == JobMode::Guard)
-                    .then_some(j.spec.limits.swap_budget_bytes),
-                peak_footprint_bytes: j.verdict.as_ref().and_then(|v| v.peak_footprint_bytes),
-                verdict: j.verdict.clone(),
-                started_at_ms: unix_ms(j.started_at),
-                stages: j.stages.stages().to_vec(),
-                on_budget: j.spec.limits.on_budget,
-                pauses: j.pauses.count,
-                paused_since_ms: j.pauses.current.map(|(at, _)| unix_ms(at)),
-            })
-            .collect()
+        self.jobs.iter().rev().map(view).collect()
     }
 
     /// True while any running job's swap is growing (for the tray's colored icon).
     pub fn any_growing(&self) -> bool {
         self.jobs.iter().any(|j| {
-            j.status == JobStatus::Running && j.growth_bytes > j.spec.limits.fits_tolerance_bytes
+            matches!(j.phase, Phase::Running) && j.growth_bytes > j.spec.limits.fits_tolerance_bytes
         })
     }
 
@@ -357,5 +372,33 @@ impl Engine {
             j.ended_at
                 .is_none_or(|end| now.duration_since(end).unwrap_or_default() < keep)
         });
+    }
+}
+
+fn view(j: &Job) -> JobView {
+    JobView {
+        id: j.id,
+        pid: j.root.pid,
+        start_time: j.root.start_time,
+        command: j.spec.command.clone(),
+        mode: j.spec.mode,
+        state: j.status(),
+        swap_start_bytes: j.ledger.swap_start_bytes(),
+        swap_growth_bytes: j.growth_bytes,
+        swap_budget_bytes: (j.spec.mode == JobMode::Guard)
+            .then_some(j.spec.limits.swap_budget_bytes),
+        peak_footprint_bytes: j.ledger.peak_footprint_bytes(),
+        verdict: j.verdict.clone(),
+        started_at_ms: unix_ms(j.started_at),
+        stages: j.stages.stages().to_vec(),
+        on_budget: j.spec.limits.on_budget,
+        pauses: j.pauses.count,
+        paused_since_ms: j.pauses.current.map(|(at, _)| unix_ms(at)),
+        members: j.seen.iter().map(|m| m.id).collect(),
+        refused: j
+            .refused
+            .iter()
+            .map(|(id, why)| (id.pid, why.clone()))
+            .collect(),
     }
 }

@@ -1,72 +1,96 @@
-//! The job engine: one driver of every watched or guarded job, for `headroom guard`,
-//! `headroom watch` and the menu-bar app alike.
+//! The job engine: one decider for every watched or guarded job, for `headroom guard`,
+//! `headroom watch`, `trace replay` and the menu-bar app alike.
 //!
-//! A job is a set of processes ([`MemberSet`]) judged on one clock (the sampler's). The
-//! engine owns the whole run: it observes each sample, produces the events and their wording,
-//! decides stops and pauses (pure policy), spaces the checks of guarded jobs (faster near the
-//! budget), and writes the verdict. It makes no OS calls itself: callers carry out its
-//! [`Action`]s (show an event, stop members with [`crate::enforce::stop_members`], then report
-//! back with [`Engine::stop_done`]; pause or resume them with
-//! [`crate::enforce::pause_members`] and [`crate::enforce::resume_members`]). [`drive`] runs
-//! one job to its end for the CLI; the app feeds the same engine from its ticker.
+//! A job is a set of processes judged on one clock (the sampler's). The engine owns the
+//! whole run: it observes each sample, produces the events and their wording, decides
+//! stops and pauses (pure policy), spaces the checks of guarded jobs (faster near the
+//! budget), and writes the verdict. It makes no OS call and reads no clock: samples and
+//! requests bring the time ([`Moment`]), and callers carry out its [`Action`]s through
+//! [`Effects`] with [`carry_out`], which reports back what each signal did.
+//!
+//! **Enforcement is verified, not assumed.** A stop is done when a complete, fresh look at
+//! the job (the next sample's members) finds no member alive: until then every check
+//! signals what is left (a member born during the stop gets SIGTERM, the grace's end brings
+//! SIGKILL), and a stop that cannot hold (a member the safety rules refuse, one that
+//! survives SIGKILL) ends the job as not stopped, said at once and in the verdict. A pause
+//! is done when every member is seen stopped: a member not yet paused is paused, one
+//! continued from outside makes the job run again (its budget applies).
 //!
 //! Files: this one holds the types callers see (modes, statuses, actions, specs, views);
 //! `jobs.rs` the [`Engine`] (every job, and the requests on them); `job.rs` one job's life;
-//! `records.rs` what persistence saves; `words.rs` the wording of events; `drive/` the CLI's
-//! driver.
+//! `phase.rs` the pause and the stop under way and their verification; `execute.rs` the
+//! effects a job may have and the one [`carry_out`]; `records.rs` what persistence saves;
+//! `words.rs` the wording of events.
 
-pub mod drive;
+mod execute;
 mod job;
 mod jobs;
+mod phase;
 mod records;
 pub mod words;
 
-pub use jobs::Engine;
+pub use execute::{carry_out, Effects};
+pub use jobs::{Engine, RequestError};
 pub use records::{FinishedJob, SavedJob};
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::members::MemberSet;
-use crate::policy::{JobEvent, Limits, OnBudget, StopReason, Verdict};
+use crate::effects::JobSignal;
+use crate::policy::{JobEvent, Limits, OnBudget, Verdict};
+use crate::process::ProcessIdentity;
 use crate::stages::StageFigures;
 
 /// How long a job that ended stays listed (the app's Jobs, the terminal guards' job files);
 /// its verdict stays in the history database's "Recent verdicts".
 pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
 
-/// Default time between checks (and trace samples): `--poll`.
-pub const DEFAULT_POLL: Duration = Duration::from_millis(500);
+/// How often a job being stopped is checked: is every member gone yet?
+pub const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// A point in time as the engine sees it: the wall clock (dates, durations, pauses) and the
+/// sampler's monotonic clock (the job's time axis, the stop's grace), both read by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moment {
+    /// Wall-clock time.
+    pub at: SystemTime,
+    /// Time on the sampler's clock ([`crate::sampler::Sample::since_start`]).
+    pub clock: Duration,
+}
 
 /// Watch (notify and judge) or guard (also stop).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobMode {
     /// Notifications and a verdict.
+    #[default]
     Watch,
     /// As watch, and stopped past its budget.
     Guard,
 }
 
 /// Where a job is in its life (also in the job files of `headroom guard`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {
     /// Being watched.
+    #[default]
     Running,
     /// Paused by its guard (SIGSTOP) until resumed.
     Paused,
     /// A stop is under way.
     Stopping,
-    /// Stopped by its guard.
+    /// Stopped by its guard (or a stop that could not hold: see the verdict).
     Stopped,
     /// Ended on its own.
     Finished,
 }
 
-/// Something the caller must do.
+/// Something the caller must do (see [`carry_out`]). (An event is the larger variant; an
+/// action lives for one `carry_out` only.)
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum Action {
     /// Show an event of a job (a notification, a line on stderr, a trace event).
     Notify {
@@ -77,29 +101,15 @@ pub enum Action {
         /// What happened.
         event: JobEvent,
     },
-    /// Stop every member of a job ([`crate::enforce::stop_members`]), then call
-    /// [`Engine::stop_done`] with the report.
-    Stop {
+    /// Send `signal` to these members of a job, then report with
+    /// [`Engine::signalled`].
+    Signal {
         /// The job.
         job_id: u64,
-        /// Its members.
-        members: MemberSet,
-        /// Why.
-        reason: StopReason,
-    },
-    /// Pause every member of a job ([`crate::enforce::pause_members`]).
-    Pause {
-        /// The job.
-        job_id: u64,
-        /// Its members.
-        members: MemberSet,
-    },
-    /// Continue every member of a paused job ([`crate::enforce::resume_members`]).
-    Resume {
-        /// The job.
-        job_id: u64,
-        /// Its members.
-        members: MemberSet,
+        /// What to send.
+        signal: JobSignal,
+        /// To whom, parents first (the members the engine last saw alive).
+        members: Vec<ProcessIdentity>,
     },
 }
 
@@ -115,21 +125,50 @@ pub struct JobSpec {
     /// The check interval the user set (`--poll`, the app's sample interval); guarded jobs
     /// are checked faster near their budget.
     pub poll: Duration,
+    /// The shortest check the source of samples can give: [`crate::policy::MIN_CHECK_INTERVAL`]
+    /// live; a recorded trace's own interval in a replay (a look-ahead shorter than the next
+    /// sample would project too little).
+    pub min_check: Duration,
+    /// Time between SIGTERM and SIGKILL when it is stopped (`--grace`).
+    pub grace: Duration,
+    /// Headroom started it (`headroom guard -- cmd`): an interrupted driver stops it. A
+    /// picked process (watch, the app) is left running, continued if it was paused.
+    pub owned: bool,
 }
 
-/// A job as the UI shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+impl JobSpec {
+    /// A job of `command` (a picked process: not owned), checked every `poll`, with the
+    /// default grace and the live sampler's fastest check.
+    pub fn new(command: String, mode: JobMode, limits: Limits, poll: Duration) -> Self {
+        JobSpec {
+            command,
+            mode,
+            limits,
+            poll,
+            min_check: crate::policy::MIN_CHECK_INTERVAL,
+            grace: crate::enforce::DEFAULT_GRACE,
+            owned: false,
+        }
+    }
+}
+
+/// A job as the UI shows it (and as the job files and sinks receive it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct JobView {
     /// Job id.
     pub id: u64,
     /// Process id of the process the job is named by.
     pub pid: u32,
+    /// Its start-time token.
+    pub start_time: u64,
     /// Command line.
     pub command: String,
     /// Watch or guard.
     pub mode: JobMode,
-    /// Running, stopping, stopped, finished.
+    /// Running, paused, stopping, stopped, finished.
     pub state: JobStatus,
+    /// Swap in use when it started.
+    pub swap_start_bytes: u64,
     /// Swap growth since the job was picked.
     pub swap_growth_bytes: u64,
     /// The budget (guards only).
@@ -148,6 +187,10 @@ pub struct JobView {
     pub pauses: u32,
     /// Since when it is paused, ms since the epoch (while paused).
     pub paused_since_ms: Option<i64>,
+    /// Its live members at the last check.
+    pub members: Vec<ProcessIdentity>,
+    /// Members the safety rules kept a signal from, and why.
+    pub refused: Vec<(u32, String)>,
 }
 
 impl JobStatus {

@@ -48,7 +48,58 @@ pub fn line(event: &JobEvent, command: &str) -> String {
         JobEvent::Stopped { reason } => {
             format!("stopping {command}: {reason} (SIGTERM, SIGKILL after the grace period)")
         }
+        JobEvent::Refused { action, members } => format!(
+            "warning: cannot {action} {}: {}; {}",
+            pids(members.iter().map(|(pid, _)| *pid)),
+            reasons(members),
+            left(action)
+        ),
+        JobEvent::RunsAgain { pids: running, continued } => format!(
+            "paused {command} runs again: {} {}; it is guarded as running, its budget applies",
+            pids(running.iter().copied()),
+            if *continued {
+                "continued by someone else (not Headroom)"
+            } else {
+                "never stopped"
+            }
+        ),
         JobEvent::Finished { verdict } => format!("{command}: {verdict}"),
+    }
+}
+
+/// `pid 42`, `pids 42, 43` (the first ten, then how many more).
+fn pids(list: impl Iterator<Item = u32>) -> String {
+    let all: Vec<u32> = list.collect();
+    let shown: Vec<String> = all.iter().take(10).map(u32::to_string).collect();
+    let more = all.len().saturating_sub(10);
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    match all.len() {
+        1 => format!("pid {}{tail}", shown.join(", ")),
+        _ => format!("pids {}{tail}", shown.join(", ")),
+    }
+}
+
+/// The distinct reasons of refused members, joined.
+fn reasons(members: &[(u32, String)]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for (_, why) in members {
+        if !seen.contains(&why.as_str()) {
+            seen.push(why);
+        }
+    }
+    seen.join("; ")
+}
+
+/// What a refused signal leaves.
+fn left(action: &str) -> &'static str {
+    match action {
+        "pause" => "it keeps running",
+        "resume" => "it stays stopped",
+        _ => "it is left running",
     }
 }
 
@@ -102,11 +153,19 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
             ),
         ),
         JobEvent::Stopped { reason } => ("Stopped a job".into(), format!("{short}: {reason}")),
+        JobEvent::Refused { .. } => (
+            "Cannot act on a process".into(),
+            format!("{short}: {}", line(event, command).trim_start_matches("warning: ")),
+        ),
+        JobEvent::RunsAgain { .. } => (
+            "A paused job runs again".into(),
+            format!("{short}: continued from outside Headroom; guarded as running"),
+        ),
         JobEvent::Finished { verdict } => (
-            if verdict.fits {
-                "It fits"
-            } else {
-                "It doesn't fit"
+            match verdict.word() {
+                "fits" | "tight" => "It fits",
+                "stopped" => "Stopped",
+                _ => "It doesn't fit",
             }
             .into(),
             format!("{short}: {verdict}"),

@@ -1,14 +1,21 @@
-//! Job files: how `headroom guard` in a terminal shows its job to the menu-bar app.
+//! Job files: how `headroom guard` in a terminal shows its job to the menu-bar app, to
+//! `headroom status` and `serve`, and how a job outlives its guard.
 //!
 //! The guard writes one JSON file per job, `<dir>/<pid>-<start_time>.json` in
-//! [`crate::paths::Dirs::jobs_dir`], atomically (temporary file, then rename) each time its state
-//! changes and about once a second while it runs. The app only reads them ([`JobFile::list`])
-//! to show the job next to its own ([`Listing`] keeps one for a hot path); the only files it removes are stale ones: a job that
-//! finished more than [`FINISHED_KEEP`] ago, and a job whose process is gone while its file
-//! still says it is waiting, running or stopping (the guard crashed or was killed).
+//! [`crate::paths::Dirs::jobs_dir`], atomically (temporary file, then rename): the engine's
+//! view of the job ([`crate::engine::JobView`]) when its state changes, and at most every
+//! [`PUBLISH_EVERY`] while it runs and its figures or members change. The file names the
+//! guard itself (pid and start time) and the job's members as last seen, so that readers
+//! tell a guarded job from one whose guard is gone (killed with SIGKILL): such a job is
+//! **unguarded** ([`JobFile::unguarded`]) while any of its members lives, and
+//! `headroom resume|stop PID` act on its members directly.
+//!
+//! Readers only read ([`JobFile::list`]; [`Listing`] keeps one for a hot path); the only
+//! files they remove are stale ones: a job that finished more than [`FINISHED_KEEP`] ago,
+//! and a job none of whose processes (guard, leader, members) lives any more.
 //!
 //! `pid` and `start_time` name the process the file is about: the guarded command's leader.
-//! [`Publisher`] is the guard's side: a [`Sink`] of the job engine. When it starts it prunes
+//! [`Publisher`] is the guard's side: a [`Sink`] of the driver. When it starts it prunes
 //! finished files: those older than [`FINISHED_KEEP`], and all but the newest
 //! [`FINISHED_KEEP_COUNT`].
 
@@ -21,11 +28,11 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::Counters;
-use crate::engine::drive::Sink;
-use crate::engine::{JobStatus, FINISHED_KEEP};
+use crate::counters::CounterSource;
+use crate::drive::Sink;
+use crate::engine::{JobStatus, JobView, FINISHED_KEEP};
 use crate::paths::write_atomic;
-use crate::policy::{EndReason, JobEvent, OnBudget, Verdict};
+use crate::policy::{JobEvent, OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
 use crate::units::unix_ms;
@@ -34,8 +41,15 @@ pub use self::listing::{Listing, LISTING_MAX_AGE};
 
 /// How many finished jobs' files are kept at most.
 pub const FINISHED_KEEP_COUNT: usize = 20;
-/// How often a running job's file is rewritten.
-const PUBLISH_EVERY: Duration = Duration::from_secs(2);
+/// How often a running job's file is rewritten at most for its figures (state changes are
+/// written at once).
+pub const PUBLISH_EVERY: Duration = Duration::from_secs(2);
+/// How soon a change of the job's members is written at most: the file must name the
+/// members for `headroom resume|stop` to reach them should the guard die.
+pub const MEMBERS_EVERY: Duration = Duration::from_millis(250);
+/// Members a job file lists at most (a job of thousands of processes keeps its file small;
+/// the count is kept whole).
+pub const MAX_LISTED_MEMBERS: usize = 4096;
 
 /// One guarded job, as published by `headroom guard`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,7 +72,7 @@ pub struct JobFile {
     pub swap_growth_bytes: u64,
     /// Peak footprint of the job's process tree, bytes, once measured.
     pub peak_footprint_bytes: Option<u64>,
-    /// Where the job is.
+    /// Where the job is, as its guard last said.
     pub state: JobStatus,
     /// The verdict, once finished.
     pub verdict: Option<Verdict>,
@@ -68,6 +82,54 @@ pub struct JobFile {
     /// Pauses so far.
     #[serde(default)]
     pub pauses: u32,
+    /// The guard's own process (absent in files of older versions).
+    #[serde(default)]
+    pub guard: Option<ProcessIdentity>,
+    /// The job's members as last seen (at most [`MAX_LISTED_MEMBERS`]).
+    #[serde(default)]
+    pub members: Vec<ProcessIdentity>,
+    /// Set by readers, never written: the guard is gone while members live.
+    #[serde(skip)]
+    pub unguarded: bool,
+}
+
+impl JobFile {
+    /// The file for the job `view`, published by `guard` at `now_ms`.
+    pub fn of_view(view: &JobView, guard: ProcessIdentity, now_ms: i64) -> Self {
+        JobFile {
+            pid: view.pid,
+            start_time: view.start_time,
+            command: view.command.clone(),
+            started_at_ms: view.started_at_ms,
+            updated_at_ms: now_ms,
+            swap_budget_bytes: view.swap_budget_bytes.unwrap_or(0),
+            swap_start_bytes: view.swap_start_bytes,
+            swap_growth_bytes: view.swap_growth_bytes,
+            peak_footprint_bytes: view.peak_footprint_bytes,
+            state: view.state,
+            verdict: view.verdict.clone(),
+            on_budget: view.on_budget,
+            pauses: view.pauses,
+            guard: Some(guard),
+            members: view
+                .members
+                .iter()
+                .take(MAX_LISTED_MEMBERS)
+                .copied()
+                .collect(),
+            unguarded: false,
+        }
+    }
+
+    /// `running`, `paused`, … as the guard said, or `unguarded` once the guard is gone
+    /// (see [`JobFile::unguarded`]): what `status`, the app and the metrics show.
+    pub fn state_word(&self) -> &'static str {
+        if self.unguarded {
+            "unguarded"
+        } else {
+            self.state.as_str()
+        }
+    }
 }
 
 /// Why a job file could not be written or removed.
@@ -129,24 +191,49 @@ impl JobFile {
         }
     }
 
-    /// The jobs in `dir`, oldest first. Files that cannot be read or parsed are skipped with a
-    /// warning; stale files (see the module docs) are removed. A missing `dir` has no jobs.
-    pub fn list(dir: &Path, counters: &Counters) -> Vec<JobFile> {
+    /// The jobs in `dir`, oldest first, each marked unguarded when its guard is gone. Files
+    /// that cannot be read or parsed are skipped with a warning; stale files (see the module
+    /// docs) are removed. A missing `dir` has no jobs.
+    pub fn list(dir: &Path, counters: &impl CounterSource) -> Vec<JobFile> {
         list_at(dir, unix_ms(SystemTime::now()), |id| id.is_alive(counters))
     }
 
-    /// True when the file should be removed at `now_ms`.
-    fn is_stale(&self, now_ms: i64, is_alive: &impl Fn(&ProcessIdentity) -> bool) -> bool {
-        match self.state {
-            JobStatus::Finished | JobStatus::Stopped => {
-                let keep_ms = i64::try_from(FINISHED_KEEP.as_millis()).unwrap_or(i64::MAX);
-                now_ms.saturating_sub(self.updated_at_ms) > keep_ms
-            }
-            JobStatus::Running | JobStatus::Paused | JobStatus::Stopping => {
-                !is_alive(&self.identity())
-            }
+    /// The processes of the job the file names: its leader and members.
+    fn processes(&self) -> impl Iterator<Item = ProcessIdentity> + '_ {
+        std::iter::once(self.identity()).chain(self.members.iter().copied())
+    }
+
+    /// Whether the file is stale at `now_ms` (then removed), and else whether the job lost
+    /// its guard.
+    fn judge(&self, now_ms: i64, is_alive: &impl Fn(&ProcessIdentity) -> bool) -> Judged {
+        if self.state.ended() {
+            let keep_ms = i64::try_from(FINISHED_KEEP.as_millis()).unwrap_or(i64::MAX);
+            return if now_ms.saturating_sub(self.updated_at_ms) > keep_ms {
+                Judged::Stale
+            } else {
+                Judged::Guarded
+            };
+        }
+        let guarded = match self.guard {
+            Some(guard) => is_alive(&guard),
+            // An older file names no guard: the leader stands for it.
+            None => is_alive(&self.identity()),
+        };
+        if guarded {
+            Judged::Guarded
+        } else if self.processes().any(|id| is_alive(&id)) {
+            Judged::Unguarded
+        } else {
+            Judged::Stale
         }
     }
+}
+
+/// What a reader makes of a job file.
+enum Judged {
+    Guarded,
+    Unguarded,
+    Stale,
 }
 
 /// [`JobFile::list`] at `now_ms`, with `is_alive` deciding whether a process still exists.
@@ -178,12 +265,17 @@ fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool)
                 continue;
             }
         };
-        if job.is_stale(now_ms, &is_alive) {
-            tracing::debug!("job files: removing stale {}", path.display());
-            if let Err(e) = fs::remove_file(&path) {
-                tracing::debug!("job files: cannot remove {}: {e}", path.display());
+        let mut job = job;
+        match job.judge(now_ms, &is_alive) {
+            Judged::Stale => {
+                tracing::debug!("job files: removing stale {}", path.display());
+                if let Err(e) = fs::remove_file(&path) {
+                    tracing::debug!("job files: cannot remove {}: {e}", path.display());
+                }
+                continue;
             }
-            continue;
+            Judged::Unguarded => job.unguarded = true,
+            Judged::Guarded => {}
         }
         jobs.push((path, job));
     }
@@ -204,51 +296,56 @@ fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool)
     jobs.into_iter().map(|(_, job)| job).collect()
 }
 
-/// Publishes a guarded command's progress for the menu-bar app: written when the job is
-/// under guard, every 2 s while it runs, and with the verdict at the end. A failure to write
-/// is logged once and never stops the guard (so this sink never fails).
+/// Publishes a guarded command's progress (the engine's view of it) for the menu-bar app,
+/// `status` and `serve`: written when the job is under guard, when its state changes, every
+/// [`PUBLISH_EVERY`] at most while its figures or members change, and with the verdict at
+/// the end. It runs on an output thread of its own; a failure to write is logged once and
+/// never stops the guard (so this sink never fails).
 #[derive(Debug)]
 pub struct Publisher {
     dir: PathBuf,
-    file: Option<JobFile>,
-    command: String,
-    swap_budget_bytes: u64,
-    on_budget: OnBudget,
-    last_write: Option<std::time::Instant>,
+    guard: ProcessIdentity,
+    last: Option<(std::time::Instant, JobFile)>,
     failed: bool,
 }
 
 impl Publisher {
-    /// A publisher into `dir` for `command` under `swap_budget_bytes`, doing `on_budget`
-    /// when it passes it.
-    pub fn new(dir: PathBuf, command: &str, swap_budget_bytes: u64, on_budget: OnBudget) -> Self {
+    /// A publisher into `dir` for the guard `guard` (this process).
+    pub fn new(dir: PathBuf, guard: ProcessIdentity) -> Self {
         Publisher {
             dir,
-            file: None,
-            command: command.to_string(),
-            swap_budget_bytes,
-            on_budget,
-            last_write: None,
+            guard,
+            last: None,
             failed: false,
         }
     }
 
-    fn write(&mut self, force: bool) {
-        let due = self.last_write.is_none_or(|t| t.elapsed() >= PUBLISH_EVERY);
-        let Some(file) = self.file.as_mut() else {
-            return;
-        };
-        if !(force || due) {
-            return;
+    /// Writes the file for `view` when `force`d, or when it changed and is due.
+    fn publish(&mut self, view: &JobView, force: bool) {
+        let now = unix_ms(SystemTime::now());
+        let file = JobFile::of_view(view, self.guard, now);
+        if let Some((at, last)) = &self.last {
+            let same = JobFile {
+                updated_at_ms: now,
+                ..last.clone()
+            } == file;
+            // A paused job's members must be named at once: nobody else would resume them.
+            let wait = match (last.members == file.members, file.state) {
+                (true, _) => PUBLISH_EVERY,
+                (false, JobStatus::Running) => MEMBERS_EVERY,
+                (false, _) => Duration::ZERO,
+            };
+            if !force && (same || at.elapsed() < wait) {
+                return;
+            }
         }
-        file.updated_at_ms = unix_ms(SystemTime::now());
-        self.last_write = Some(std::time::Instant::now());
         if let Err(e) = file.write_atomic(&self.dir) {
             if !self.failed {
                 tracing::warn!(error = %e, "cannot publish the job for the app");
                 self.failed = true;
             }
         }
+        self.last = Some((std::time::Instant::now(), file));
     }
 }
 
@@ -257,77 +354,30 @@ impl Sink for Publisher {
         format!("the job file in {}", self.dir.display())
     }
 
-    fn started(&mut self, root: ProcessIdentity, swap_start_bytes: u64) -> io::Result<()> {
+    fn started(&mut self, view: &JobView) -> io::Result<()> {
         // Prunes old finished files (the liveness test is not needed for those).
         list_at(&self.dir, unix_ms(SystemTime::now()), |_| true);
-        let now = unix_ms(SystemTime::now());
-        self.file = Some(JobFile {
-            pid: root.pid,
-            start_time: root.start_time,
-            command: self.command.clone(),
-            started_at_ms: now,
-            updated_at_ms: now,
-            swap_budget_bytes: self.swap_budget_bytes,
-            swap_start_bytes,
-            swap_growth_bytes: 0,
-            peak_footprint_bytes: None,
-            state: JobStatus::Running,
-            verdict: None,
-            on_budget: self.on_budget,
-            pauses: 0,
-        });
-        self.write(true);
+        self.publish(view, true);
         Ok(())
     }
 
-    fn sample(&mut self, sample: &Sample) -> io::Result<()> {
-        let mut changed = false;
-        if let Some(file) = self.file.as_mut() {
-            let before = (file.swap_growth_bytes, file.peak_footprint_bytes);
-            if let Some(system) = &sample.system {
-                let growth = system.swap_used_bytes.saturating_sub(file.swap_start_bytes);
-                file.swap_growth_bytes = file.swap_growth_bytes.max(growth);
-            }
-            let footprint = sample
-                .tracked
-                .iter()
-                .find(|t| t.identity == file.identity())
-                .and_then(|t| t.memory.map(|m| m.footprint_bytes));
-            if let Some(f) = footprint {
-                file.peak_footprint_bytes = Some(file.peak_footprint_bytes.map_or(f, |p| p.max(f)));
-            }
-            changed = before != (file.swap_growth_bytes, file.peak_footprint_bytes);
-        }
-        // Nothing new, nothing written: a steady job costs no disk writes.
-        if changed {
-            self.write(false);
-        }
+    fn sample(&mut self, _sample: &Sample, view: &JobView) -> io::Result<()> {
+        // A state change is written at once; members at most every 250 ms, figures every 2 s.
+        let changed = self
+            .last
+            .as_ref()
+            .is_none_or(|(_, last)| last.state != view.state);
+        self.publish(view, changed);
         Ok(())
     }
 
-    fn event(&mut self, _t: Duration, event: &JobEvent) -> io::Result<()> {
-        if let Some(file) = self.file.as_mut() {
-            match event {
-                JobEvent::Stopped { .. } => file.state = JobStatus::Stopping,
-                JobEvent::Paused { pause, .. } => {
-                    file.state = JobStatus::Paused;
-                    file.pauses = *pause;
-                }
-                JobEvent::Resumed { .. } => file.state = JobStatus::Running,
-                JobEvent::Finished { verdict } => {
-                    let stopped = matches!(verdict.ended, EndReason::Stopped { .. });
-                    file.state = if stopped {
-                        JobStatus::Stopped
-                    } else {
-                        JobStatus::Finished
-                    };
-                    file.swap_growth_bytes = verdict.swap_growth_bytes;
-                    file.verdict = Some(verdict.clone());
-                }
-                _ => return Ok(()),
-            }
-        }
-        self.write(true);
+    fn event(&mut self, _t: Duration, _event: &JobEvent, view: &JobView) -> io::Result<()> {
+        self.publish(view, true);
+        Ok(())
+    }
+
+    fn finish(&mut self, view: &JobView) -> io::Result<()> {
+        self.publish(view, true);
         Ok(())
     }
 }

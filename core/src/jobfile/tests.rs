@@ -1,6 +1,7 @@
 //! Tests for job files in a temporary folder.
 
 use super::*;
+use crate::counters::Counters;
 use crate::engine::JobStatus;
 use crate::policy::EndReason;
 
@@ -36,6 +37,9 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
         }),
         on_budget: OnBudget::Stop,
         pauses: 0,
+        guard: None,
+        members: Vec::new(),
+        unguarded: false,
     }
 }
 
@@ -148,4 +152,97 @@ fn list_with_real_counters() {
     assert_eq!(JobFile::list(tmp.path(), &counters), vec![mine.clone()]);
     assert!(!recycled.path_in(tmp.path()).exists());
     assert_eq!(mine.identity(), me);
+}
+
+#[test]
+fn a_job_whose_guard_is_gone_is_unguarded_while_a_member_lives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let ident = |pid| ProcessIdentity {
+        pid,
+        start_time: 4242,
+    };
+    let with_guard = |pid: u32, guard: u32, members: &[u32]| JobFile {
+        guard: Some(ident(guard)),
+        members: members.iter().map(|&m| ident(m)).collect(),
+        ..job(pid, JobStatus::Paused, NOW_MS)
+    };
+    // Guard 100 lives; guard 101 and 102 are gone (SIGKILL).
+    let guarded = with_guard(20, 100, &[20, 21]);
+    let orphaned = with_guard(22, 101, &[22, 23]);
+    let gone = with_guard(24, 102, &[24, 25]);
+    for j in [&guarded, &orphaned, &gone] {
+        j.write_atomic(dir).unwrap();
+    }
+    // The leaders are gone (the kernel's SIGHUP of an orphaned group); member 23 lives.
+    let alive = |id: &ProcessIdentity| [100, 21, 23].contains(&id.pid);
+    let listed = list_at(dir, NOW_MS, alive);
+    let states: Vec<(u32, &str)> = listed.iter().map(|j| (j.pid, j.state_word())).collect();
+    assert_eq!(states, vec![(20, "paused"), (22, "unguarded")]);
+    assert!(!gone.path_in(dir).exists(), "nothing of it lives: stale");
+}
+
+#[test]
+fn the_publisher_writes_the_engines_view_and_names_the_guard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let guard = ProcessIdentity {
+        pid: 7,
+        start_time: 77,
+    };
+    let mut publisher = Publisher::new(tmp.path().to_path_buf(), guard);
+    let view = crate::engine::JobView {
+        id: 1,
+        pid: 30,
+        start_time: 3,
+        command: "python gen.py".into(),
+        mode: crate::engine::JobMode::Guard,
+        state: JobStatus::Running,
+        swap_start_bytes: 1,
+        swap_growth_bytes: 2,
+        swap_budget_bytes: Some(8 << 30),
+        peak_footprint_bytes: Some(5),
+        verdict: None,
+        started_at_ms: NOW_MS,
+        stages: Vec::new(),
+        on_budget: OnBudget::Pause,
+        pauses: 0,
+        paused_since_ms: None,
+        members: vec![ProcessIdentity {
+            pid: 30,
+            start_time: 3,
+        }],
+        refused: Vec::new(),
+    };
+    publisher.started(&view).unwrap();
+    let read = || -> JobFile {
+        let path = tmp.path().join("30-3.json");
+        serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+    };
+    let file = read();
+    assert_eq!(file.guard, Some(guard));
+    assert_eq!(file.members, view.members);
+    assert_eq!(file.swap_budget_bytes, 8 << 30);
+    // Paused with a new member: written at once (it must be resumable without the guard).
+    let paused = crate::engine::JobView {
+        state: JobStatus::Paused,
+        members: vec![
+            view.members[0],
+            ProcessIdentity {
+                pid: 31,
+                start_time: 3,
+            },
+        ],
+        ..view.clone()
+    };
+    let sample = crate::sampler::Sample {
+        seq: 1,
+        at: SystemTime::now(),
+        since_start: Duration::ZERO,
+        system: None,
+        tracked: Vec::new(),
+        error: None,
+    };
+    publisher.sample(&sample, &paused).unwrap();
+    assert_eq!(read().state, JobStatus::Paused);
+    assert_eq!(read().members.len(), 2);
 }

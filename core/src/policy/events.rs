@@ -63,6 +63,24 @@ pub enum JobEvent {
         /// Why.
         reason: StopReason,
     },
+    /// The safety rules (or the OS) kept a signal from some members: they are left as they
+    /// are. Said at once, whatever the signal.
+    Refused {
+        /// What the guard tried: `pause`, `resume` or `stop`.
+        action: String,
+        /// The members, and why each was refused.
+        members: Vec<(u32, String)>,
+    },
+    /// A paused job runs again without Headroom resuming it: members continued from outside
+    /// (`kill -CONT`), or that the pause could not reach. It is guarded as running again: its
+    /// budget applies; its pause count is kept.
+    RunsAgain {
+        /// The members seen running.
+        pids: Vec<u32>,
+        /// True when they had been seen stopped (continued from outside); false when the
+        /// pause never reached them.
+        continued: bool,
+    },
     /// The job ended.
     Finished {
         /// The verdict.

@@ -73,6 +73,11 @@ impl Ledger {
         self.low_free_strikes = 0;
     }
 
+    /// The peak footprint seen so far.
+    pub fn peak_footprint_bytes(&self) -> Option<u64> {
+        self.peak_footprint_bytes
+    }
+
     /// Peak growth so far.
     pub fn peak_growth_bytes(&self) -> u64 {
         self.swap_peak_bytes.saturating_sub(self.swap_start_bytes)
@@ -80,6 +85,13 @@ impl Ledger {
 
     /// Records an observation; with limits (a guard), says whether to stop the job now.
     pub fn observe(&mut self, limits: Option<&Limits>, obs: &Observation) -> Option<StopReason> {
+        self.record(obs, limits.map_or(Duration::ZERO, |c| c.lookahead));
+        self.judge(limits?, obs)
+    }
+
+    /// Records an observation (peaks, lows, the swap rate over `window` or more) without
+    /// judging it.
+    pub fn record(&mut self, obs: &Observation, window: Duration) {
         self.swap_peak_bytes = self.swap_peak_bytes.max(obs.swap_used_bytes);
         if let Some(f) = obs.footprint_bytes {
             self.peak_footprint_bytes = Some(self.peak_footprint_bytes.map_or(f, |p| p.max(f)));
@@ -93,10 +105,12 @@ impl Ledger {
             let (_, peak) = self.compressed_start_peak.get_or_insert((c, c));
             *peak = (*peak).max(c);
         }
-        let window = limits.map_or(Duration::ZERO, |c| c.lookahead);
-        let rate = self.swap_rate(obs, window);
-        self.rate_bytes_per_second = rate;
-        let limits = limits?;
+        self.rate_bytes_per_second = self.swap_rate(obs, window);
+    }
+
+    /// The stop rules on an observation already recorded: whether to stop the job now.
+    pub fn judge(&mut self, limits: &Limits, obs: &Observation) -> Option<StopReason> {
+        let rate = self.rate_bytes_per_second;
         let growth = self.budget_growth_bytes(obs);
         if growth > limits.swap_budget_bytes {
             return Some(StopReason::SwapBudget {
@@ -192,7 +206,7 @@ impl Ledger {
     pub fn verdict(&self, fits_tolerance_bytes: u64, ended: EndReason) -> Verdict {
         let growth = self.peak_growth_bytes();
         Verdict {
-            fits: growth <= fits_tolerance_bytes && !matches!(ended, EndReason::Stopped { .. }),
+            fits: growth <= fits_tolerance_bytes && ended.at_a_limit().is_none(),
             swap_growth_bytes: growth,
             swap_start_bytes: self.swap_start_bytes,
             peak_footprint_bytes: self.peak_footprint_bytes,

@@ -193,7 +193,7 @@ mod verdict;
 pub use events::{EventGate, JobEvent};
 pub use form::{LimitsField, LimitsFieldError, LimitsForm};
 pub use ledger::Ledger;
-pub use reasons::{EndReason, StopReason};
+pub use reasons::{EndReason, StopReason, Survivor};
 pub use start::{StartDecision, StartGate, WaitReason};
 pub use verdict::{times, Tightness, Verdict};
 

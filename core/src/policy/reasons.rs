@@ -113,6 +113,48 @@ pub enum EndReason {
         /// The signal the guard received.
         signal: i32,
     },
+    /// The guard tried to stop it and could not: some members still ran at the last check
+    /// (another user's process, one that survived SIGKILL).
+    NotStopped {
+        /// Why it was being stopped.
+        reason: StopReason,
+        /// The members left running, and why.
+        survivors: Vec<Survivor>,
+    },
+}
+
+/// A member a stop could not end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Survivor {
+    /// Its pid.
+    pub pid: u32,
+    /// Why it is still there (the safety rule that refused it, or "alive after SIGKILL").
+    pub why: String,
+}
+
+impl EndReason {
+    /// True when the guard stopped the job (at a limit, on request or when interrupted), or
+    /// tried to.
+    pub fn by_the_guard(&self) -> bool {
+        matches!(
+            self,
+            EndReason::Stopped { .. }
+                | EndReason::Interrupted { .. }
+                | EndReason::NotStopped { .. }
+        )
+    }
+
+    /// The stop reason, when the guard stopped it at one of its limits (not on request).
+    pub fn at_a_limit(&self) -> Option<&StopReason> {
+        match self {
+            EndReason::Stopped { reason } | EndReason::NotStopped { reason, .. }
+                if *reason != StopReason::Requested =>
+            {
+                Some(reason)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for EndReason {
@@ -123,6 +165,22 @@ impl std::fmt::Display for EndReason {
             EndReason::Stopped { reason } => write!(f, "stopped by the guard: {reason}"),
             EndReason::Vanished => write!(f, "ended"),
             EndReason::Interrupted { signal } => write!(f, "stopped on signal {signal}"),
+            EndReason::NotStopped { reason, survivors } => {
+                let pids: Vec<String> = survivors
+                    .iter()
+                    .map(|s| format!("pid {} ({})", s.pid, s.why))
+                    .collect();
+                write!(
+                    f,
+                    "NOT stopped: the guard stopped it ({reason}) but {} still run: {}",
+                    if survivors.len() == 1 {
+                        "1 process".to_string()
+                    } else {
+                        format!("{} processes", survivors.len())
+                    },
+                    pids.join("; ")
+                )
+            }
         }
     }
 }

@@ -85,12 +85,52 @@ fn default_fits_tolerance_bytes() -> u64 {
     Limits::default().fits_tolerance_bytes
 }
 
+impl Verdict {
+    /// True when the run was judged: it ran to its end, or its guard stopped it at a limit.
+    /// A job stopped on request (or with the guard) is not judged unless swap had already
+    /// grown past the tolerance.
+    pub fn judged(&self) -> bool {
+        let stopped_early = matches!(
+            self.ended,
+            EndReason::Interrupted { .. }
+                | EndReason::Stopped { .. }
+                | EndReason::NotStopped { .. }
+        ) && self.ended.at_a_limit().is_none();
+        !stopped_early || self.swap_growth_bytes > self.fits_tolerance_bytes
+    }
+
+    /// `fits`, `tight`, `doesn't fit`, or `stopped` for a job stopped before it could be
+    /// judged: the verdict's word, as the lines, notifications and reports say it.
+    pub fn word(&self) -> &'static str {
+        match self.label() {
+            "doesnt_fit" => "doesn't fit",
+            label => label,
+        }
+    }
+
+    /// The verdict as a label (metrics, JSON): `fits`, `tight`, `doesnt_fit`, `stopped`.
+    pub fn label(&self) -> &'static str {
+        match (self.judged(), &self.tight, self.fits) {
+            (false, _, _) => "stopped",
+            (true, Some(_), true) => "tight",
+            (true, None, true) => "fits",
+            (true, _, false) => "doesnt_fit",
+        }
+    }
+}
+
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (&self.tight, self.fits) {
-            (Some(tight), true) => write!(f, "tight: {tight}; swap")?,
-            (None, true) => write!(f, "fits: swap")?,
-            (_, false) => write!(f, "doesn't fit: swap")?,
+        match (self.judged(), &self.tight, self.fits) {
+            (false, _, _) => match &self.ended {
+                EndReason::Interrupted { .. } => {
+                    write!(f, "stopped before it could be judged: swap")?
+                }
+                _ => write!(f, "stopped on request: swap")?,
+            },
+            (true, Some(tight), true) => write!(f, "tight: {tight}; swap")?,
+            (true, None, true) => write!(f, "fits: swap")?,
+            (true, _, false) => write!(f, "doesn't fit: swap")?,
         }
         write!(f, " {}", format_delta_bytes(self.swap_growth_bytes as i64))?;
         let grew = grew_swap(&self.stages, self.fits_tolerance_bytes);

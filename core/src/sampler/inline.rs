@@ -70,6 +70,11 @@ impl InlineSampler {
         self.next.saturating_duration_since(Instant::now())
     }
 
+    /// This sampler's clock's zero.
+    pub fn origin(&self) -> Instant {
+        self.origin
+    }
+
     /// Time on this sampler's clock now.
     pub fn clock(&self) -> Duration {
         self.origin.elapsed()

@@ -20,7 +20,7 @@ mod inline;
 pub use inline::InlineSampler;
 
 use crate::counters::{CounterSource, Counters, Result, SystemCounters};
-use crate::members::MemberSet;
+use crate::members::{Member, MemberSet};
 use crate::process::{ProcessIdentity, TreeMemory};
 use crate::trace::{round_t, SampleRecord};
 
@@ -52,6 +52,10 @@ pub struct TrackedSample {
     pub identity: ProcessIdentity,
     /// Memory of its live members; `None` once no member lives.
     pub memory: Option<TreeMemory>,
+    /// Its live members and their states, from a complete, fresh look at this tick: what
+    /// the job engine verifies a stop or a pause against.
+    #[serde(skip)]
+    pub members: Vec<Member>,
 }
 
 impl Sample {
@@ -126,9 +130,13 @@ pub fn read_sample(
     let error = errors.observe(&system);
     let tracked = tracked
         .iter()
-        .map(|set| TrackedSample {
-            identity: set.root(),
-            memory: set.refresh(counters),
+        .map(|set| {
+            let (memory, members) = set.refresh(counters);
+            TrackedSample {
+                identity: set.root(),
+                memory,
+                members,
+            }
         })
         .collect();
     Sample {

@@ -67,7 +67,7 @@ pub fn reap_any() -> io::Result<Option<(u32, ChildStatus)>> {
 }
 
 /// The controlling terminal on standard input, while this process group has its foreground.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Terminal {
     fd: RawFd,
     our_pgid: libc::pid_t,

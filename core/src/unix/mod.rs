@@ -1,10 +1,12 @@
-//! The OS boundary for acting on processes (Unix): signals, job control and socket peers.
+//! The OS boundary for acting on processes (Unix): signals, job control, socket peers, and
+//! opening an output that may be a FIFO.
 //!
 //! Thin, checked wrappers that only report errors; every safety rule (identity re-checks,
 //! never pid 0/1, ourselves or another user's process) lives in [`crate::enforce`]. Memory
 //! numbers come from [`crate::counters`]; together the two folders are the only code that
 //! calls into the OS (tests excepted).
 
+pub mod fifo;
 pub mod jobctl;
 pub mod peer;
 pub mod signals;

@@ -1,8 +1,9 @@
-//! Signals and user ids: the only process-control calls into the OS (Unix).
+//! Signals and user ids (Unix): `kill(2)`, `killpg(2)`, Linux pidfds, `sigaction(2)` (query
+//! only) and `getuid(2)`. Job control (reaping, the terminal) is in [`super::jobctl`].
 //!
-//! Thin, checked wrappers around `kill(2)`, `killpg(2)`, Linux pidfds, `sigaction(2)` (query
-//! only) and `getuid(2)`. Every safety rule lives in [`crate::enforce`]; these only report
-//! errors.
+//! Thin, checked wrappers; every safety rule lives in [`crate::enforce`], which sends through
+//! [`SendSignal`] so that its rules can also be run against a process table of tests
+//! (`crate::testdata`). [`Kernel`] is the real one.
 
 use std::io;
 
@@ -22,6 +23,10 @@ pub const SIGSTOP: i32 = libc::SIGSTOP;
 pub const SIGCONT: i32 = libc::SIGCONT;
 /// SIGTSTP.
 pub const SIGTSTP: i32 = libc::SIGTSTP;
+/// SIGTTIN (a background job read the terminal).
+pub const SIGTTIN: i32 = libc::SIGTTIN;
+/// SIGTTOU (a background job wrote to, or set, the terminal).
+pub const SIGTTOU: i32 = libc::SIGTTOU;
 
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret == 0 {
@@ -65,6 +70,23 @@ pub fn send_if(pid: u32, signal: i32, same: impl FnOnce() -> bool) -> io::Result
         Ok(()) => Ok(true),
         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// Where signals go: the kernel ([`Kernel`]), or a process table of tests.
+pub trait SendSignal {
+    /// [`send_if`]: sends `signal` to `pid` only if `same()`, asked once the process is
+    /// pinned, says it is still the process meant; `Ok(false)` when it is not (or gone).
+    fn send_if(&self, pid: u32, signal: i32, same: &mut dyn FnMut() -> bool) -> io::Result<bool>;
+}
+
+/// The kernel's signals.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Kernel;
+
+impl SendSignal for Kernel {
+    fn send_if(&self, pid: u32, signal: i32, same: &mut dyn FnMut() -> bool) -> io::Result<bool> {
+        send_if(pid, signal, same)
     }
 }
 

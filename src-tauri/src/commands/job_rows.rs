@@ -57,12 +57,13 @@ impl UiVerdict {
 impl UiJob {
     /// A job of `headroom guard` in a terminal, from its job file: read-only here.
     pub fn external(f: JobFile) -> UiJob {
+        let state = f.state_word();
         UiJob {
             id: format!("ext-{}-{}", f.pid, f.start_time),
             pid: f.pid,
             command: f.command,
             mode: "external",
-            state: f.state.as_str(),
+            state,
             swap_growth_bytes: f.swap_growth_bytes,
             swap_budget_bytes: Some(f.swap_budget_bytes),
             peak_footprint_bytes: f.peak_footprint_bytes,

@@ -2,8 +2,6 @@
 //! "Recent verdicts" lists. The guard form's text is checked in core
 //! (`headroom_core::policy::LimitsForm`).
 
-use std::time::SystemTime;
-
 use headroom_core::counters::CounterSource;
 use headroom_core::engine::{JobMode, JobSpec};
 use headroom_core::members::{MemberSet, Members};
@@ -35,17 +33,11 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, limits: Limits) -> Command
         .read_system()
         .map(|s| s.swap_used_bytes)
         .map_err(|e| e.to_string())?;
-    let spec = JobSpec {
-        command,
-        mode,
-        limits,
-        poll: lock(&state.settings).sample_interval,
-    };
+    let spec = JobSpec::new(command, mode, limits, lock(&state.settings).sample_interval);
     let members = MemberSet::new(Members::of_process(id));
+    let now = crate::jobs::now(state);
     let mut monitor = lock(&state.monitor);
-    let job_id = monitor
-        .jobs
-        .add(members.clone(), spec, swap_now, SystemTime::now());
+    let job_id = monitor.jobs.add(members.clone(), spec, swap_now, now);
     state.sampler.track(&members);
     let view = monitor
         .jobs

@@ -21,7 +21,10 @@ use self::parse::{
     is_dead, kib, parse_cmdline, parse_meminfo, parse_pid_list, parse_psi, parse_stat,
     parse_status, parse_vmstat, Stat,
 };
-use super::{CounterSource, FootprintRow, ProcessInfo, ProcessMemory, Result, SystemCounters};
+use super::{
+    CounterSource, FootprintRow, ProcessInfo, ProcessMemory, ProcessState, Result, RunState,
+    SystemCounters,
+};
 use crate::error::CounterError;
 
 /// The Linux counter reader, rooted at a `/proc` directory.
@@ -44,31 +47,34 @@ thread_local! {
 
 /// Reads `path` whole into the thread's buffer and runs `f` on its bytes.
 ///
-/// `/proc` files are generated on the first `read`; a read that returns less than the room
-/// left means the end, so a small file costs one `read` call instead of `read_to_end`'s two.
+/// Reads until `read` returns 0: a short read is not the end. `seq_file`s such as
+/// `/proc/PID/task/TID/children` hand out at most one page per `read`, so a process with
+/// ~700 children or more would otherwise be cut at the first page.
 fn with_file<T>(path: &Path, pid: Option<u32>, f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
         let io_err = |e| CounterError::from_io(e, path.display().to_string(), pid);
         let mut file = File::open(path).map_err(io_err)?;
-        let mut len = 0;
-        loop {
-            if buf.len() < len + 4096 {
-                buf.resize(len + 16 * 1024, 0);
-            }
-            let room = buf.len() - len;
-            let n = match file.read(&mut buf[len..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io_err(e)),
-            };
-            len += n;
-            if n == 0 || n < room {
-                break;
-            }
-        }
+        let len = read_to_end(&mut file, &mut buf).map_err(io_err)?;
         f(&buf[..len])
     })
+}
+
+/// Reads `reader` to its real end (a read of 0 bytes) into `buf`, growing it as needed;
+/// returns the length read. Short reads go on.
+fn read_to_end(reader: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut len = 0;
+    loop {
+        if buf.len() < len + 4096 {
+            buf.resize(len + 16 * 1024, 0);
+        }
+        match reader.read(&mut buf[len..]) {
+            Ok(0) => return Ok(len),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 fn system_page_size_bytes() -> u64 {
@@ -237,16 +243,14 @@ impl CounterSource for Counters {
         })
     }
 
-    /// A live process's start-time token, from `/proc/PID/stat` alone: the cheap identity
-    /// check run before every signal and on every tick. A zombie is `Gone`.
-    fn start_time(&self, pid: u32) -> Result<u64> {
-        Ok(self.live_stat(pid)?.start_ticks)
-    }
-
-    /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
-    /// ours): the identity of a command that ended before it could be looked at.
-    fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
-        Ok(self.stat(pid)?.start_ticks)
+    /// Start time and state from `/proc/PID/stat` alone: the cheap check run on every
+    /// member at every tick, and before every signal. A zombie is [`RunState::Dead`].
+    fn process_state(&self, pid: u32) -> Result<ProcessState> {
+        let stat = self.stat(pid)?;
+        Ok(ProcessState {
+            start_time: stat.start_ticks,
+            run: RunState::from_linux(stat.state),
+        })
     }
 
     /// This boot's id (`sys/kernel/random/boot_id`): start times count from boot, so an

@@ -20,12 +20,13 @@ use libc::c_char;
 
 use self::sys::{
     c_pid, cached, for_each_pid, host_vm_stats, last_error, list_pids, page_size_bytes,
-    parse_error, pid_info, sysctl_by_name, sysctl_number, zeroed, SZOMB, VM_COMPRESSOR_PAGE_COUNT,
-    VM_INTERNAL_PAGE_COUNT, VM_PAGEINS, VM_PAGEOUTS, VM_PURGEABLE_COUNT, VM_SWAPINS, VM_SWAPOUTS,
-    VM_WIRE_COUNT,
+    parse_error, pid_info, sysctl_by_name, sysctl_number, zeroed, LIVE_ONLY, SZOMB,
+    VM_COMPRESSOR_PAGE_COUNT, VM_INTERNAL_PAGE_COUNT, VM_PAGEINS, VM_PAGEOUTS, VM_PURGEABLE_COUNT,
+    VM_SWAPINS, VM_SWAPOUTS, VM_WIRE_COUNT, ZOMBIES_TOO,
 };
 use super::{
-    CounterSource, FootprintRow, PressureLevel, ProcessInfo, ProcessMemory, Result, SystemCounters,
+    CounterSource, FootprintRow, PressureLevel, ProcessInfo, ProcessMemory, ProcessState, Result,
+    RunState, SystemCounters,
 };
 use crate::error::CounterError;
 
@@ -80,22 +81,36 @@ impl CounterSource for Counters {
         for_each_pid(|pid| process_info_with(pid, &mut args_buf))
     }
 
-    /// A live process's start-time token from `PROC_PIDTBSDINFO` alone (no command line): the
-    /// identity check before every signal and on every tick. A zombie is `Gone`; any other
-    /// failure (denied, unexpected) is an error, never taken for "gone".
-    fn start_time(&self, pid: u32) -> Result<u64> {
-        let bsd: libc::proc_bsdinfo = pid_info(pid, libc::PROC_PIDTBSDINFO, "PROC_PIDTBSDINFO")?;
-        if bsd.pbi_status == SZOMB {
-            return Err(CounterError::Gone { pid });
+    /// Start time and state from `PROC_PIDTBSDINFO`, zombies included (`arg` 1: xnu's
+    /// `proc_pidinfo` looks a zombie up only when `arg != 0`, `bsd/kern/proc_info.c`). For
+    /// another user's process without root (EPERM) the state comes from
+    /// `PROC_PIDT_SHORTBSDINFO` and the start time is 0, unknown: it is never signalled.
+    fn process_state(&self, pid: u32) -> Result<ProcessState> {
+        let bsd = pid_info::<libc::proc_bsdinfo>(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            ZOMBIES_TOO,
+            "PROC_PIDTBSDINFO",
+        );
+        match bsd {
+            Ok(bsd) => Ok(ProcessState {
+                start_time: micros(bsd.pbi_start_tvsec, bsd.pbi_start_tvusec),
+                run: RunState::from_macos(bsd.pbi_status),
+            }),
+            Err(CounterError::PermissionDenied { .. }) => {
+                let short: libc::proc_bsdshortinfo = pid_info(
+                    pid,
+                    libc::PROC_PIDT_SHORTBSDINFO,
+                    ZOMBIES_TOO,
+                    "PROC_PIDT_SHORTBSDINFO",
+                )?;
+                Ok(ProcessState {
+                    start_time: 0,
+                    run: RunState::from_macos(short.pbsi_status),
+                })
+            }
+            Err(err) => Err(err),
         }
-        Ok(micros(bsd.pbi_start_tvsec, bsd.pbi_start_tvusec))
-    }
-
-    /// The start-time token of `pid` even if it has exited and is not reaped yet (a child of
-    /// ours): the identity of a command that ended before it could be looked at.
-    fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
-        let bsd: libc::proc_bsdinfo = pid_info(pid, libc::PROC_PIDTBSDINFO, "PROC_PIDTBSDINFO")?;
-        Ok(micros(bsd.pbi_start_tvsec, bsd.pbi_start_tvusec))
     }
 
     /// This boot's id: `kern.boottime` (seconds and microseconds of the boot), as text.
@@ -149,7 +164,8 @@ impl CounterSource for Counters {
 /// Identity without the command line, from `PROC_PIDTBSDINFO` (start time in microseconds
 /// since the epoch), or from `PROC_PIDT_SHORTBSDINFO` when that is denied (start time 0).
 fn identity(pid: u32) -> Result<ProcessInfo> {
-    match pid_info::<libc::proc_bsdinfo>(pid, libc::PROC_PIDTBSDINFO, "PROC_PIDTBSDINFO") {
+    match pid_info::<libc::proc_bsdinfo>(pid, libc::PROC_PIDTBSDINFO, LIVE_ONLY, "PROC_PIDTBSDINFO")
+    {
         Ok(bsd) if bsd.pbi_status == SZOMB => Err(CounterError::Gone { pid }),
         Ok(bsd) => Ok(ProcessInfo {
             pid,
@@ -163,8 +179,12 @@ fn identity(pid: u32) -> Result<ProcessInfo> {
             command: String::new(),
         }),
         Err(CounterError::PermissionDenied { .. }) => {
-            let short: libc::proc_bsdshortinfo =
-                pid_info(pid, libc::PROC_PIDT_SHORTBSDINFO, "PROC_PIDT_SHORTBSDINFO")?;
+            let short: libc::proc_bsdshortinfo = pid_info(
+                pid,
+                libc::PROC_PIDT_SHORTBSDINFO,
+                LIVE_ONLY,
+                "PROC_PIDT_SHORTBSDINFO",
+            )?;
             Ok(ProcessInfo {
                 pid,
                 ppid: short.pbsi_ppid,

@@ -263,14 +263,20 @@ pub(super) fn all_pids() -> Result<Vec<u32>> {
     Ok(pids)
 }
 
-/// `proc_pidinfo(pid, flavor)` into a `T` whose size must match the answer.
-pub(super) fn pid_info<T: Pod>(pid: u32, flavor: c_int, flavor_name: &str) -> Result<T> {
+/// `proc_pidinfo`'s `arg` for the BSD-info flavors: 0 finds live processes only.
+pub(super) const LIVE_ONLY: u64 = 0;
+/// `arg` != 0 finds zombies too (`bsd/kern/proc_info.c`: `if (arg) zombie = 1` for
+/// `PROC_PIDTBSDINFO`, `PROC_PIDT_SHORTBSDINFO` and `PROC_PIDUNIQIDENTIFIERINFO`).
+pub(super) const ZOMBIES_TOO: u64 = 1;
+
+/// `proc_pidinfo(pid, flavor, arg)` into a `T` whose size must match the answer.
+pub(super) fn pid_info<T: Pod>(pid: u32, flavor: c_int, arg: u64, flavor_name: &str) -> Result<T> {
     let what = || format!("proc_pidinfo({pid}, {flavor_name})");
     let (c_pid, mut info, size) = (c_pid(pid)?, zeroed::<T>(), size_of::<T>());
     let out = ptr::from_mut(&mut info).cast();
     // SAFETY: `out` is a writable `T: Pod` of `size` bytes (< 300, asserted) and the kernel
     // writes at most `size` bytes.
-    let written = unsafe { libc::proc_pidinfo(c_pid, flavor, 0, out, size as c_int) };
+    let written = unsafe { libc::proc_pidinfo(c_pid, flavor, arg, out, size as c_int) };
     if written <= 0 {
         return Err(last_error(what(), Some(pid)));
     }

@@ -1,0 +1,101 @@
+//! The live effects of a job: signals to its members under the safety rules
+//! ([`crate::enforce`]), the terminal handed to the driver while the job is paused (so
+//! Ctrl-C reaches the driver) and back, and its progress to the outputs, which never wait.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::outputs::Outputs;
+use super::DriverEffects;
+use crate::counters::Counters;
+use crate::effects::{JobSignal, SignalReport};
+use crate::enforce::{signal_each, Safety};
+use crate::engine::{Effects, JobView};
+use crate::policy::JobEvent;
+use crate::process::ProcessIdentity;
+use crate::sampler::Sample;
+use crate::unix::jobctl::Terminal;
+use crate::unix::signals::Kernel;
+
+/// What a live job's actions do.
+pub(super) struct LiveEffects<'a> {
+    counters: &'a Counters,
+    safety: &'a Safety,
+    outputs: Outputs,
+    /// The sampler's clock's zero: events are dated on it.
+    origin: Instant,
+    terminal: Option<Terminal>,
+    leader: Option<u32>,
+    /// The job as last seen, handed to the outputs with each update.
+    view: Arc<JobView>,
+}
+
+impl<'a> LiveEffects<'a> {
+    pub(super) fn new(
+        counters: &'a Counters,
+        safety: &'a Safety,
+        outputs: Outputs,
+        origin: Instant,
+        terminal: Option<Terminal>,
+        leader: Option<u32>,
+        view: Arc<JobView>,
+    ) -> Self {
+        LiveEffects {
+            counters,
+            safety,
+            outputs,
+            origin,
+            terminal,
+            leader,
+            view,
+        }
+    }
+
+    /// The job is over: the outputs write what is left (see [`Outputs::finish`]).
+    pub(super) fn finish(self, view: Option<JobView>, give_up: &dyn Fn() -> bool) -> Vec<String> {
+        let view = view.map_or(self.view, Arc::new);
+        self.outputs.finish(&view, give_up)
+    }
+
+    fn clock(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+impl Effects for LiveEffects<'_> {
+    fn signal(
+        &mut self,
+        _job: u64,
+        signal: JobSignal,
+        members: &[ProcessIdentity],
+    ) -> SignalReport {
+        let report = signal_each(self.counters, &Kernel, self.safety, members, signal);
+        // While paused, the driver holds the terminal: Ctrl-C reaches it and stops the job.
+        if let (Some(terminal), Some(leader)) = (&self.terminal, self.leader) {
+            let _ = match signal {
+                JobSignal::Pause => terminal.take_back(),
+                JobSignal::Resume => terminal.give_to(leader),
+                JobSignal::Terminate | JobSignal::Kill => Ok(()),
+            };
+        }
+        report
+    }
+
+    fn notify(&mut self, _job: u64, _command: &str, event: &JobEvent) {
+        let t = self.clock();
+        self.outputs.event(t, event, &self.view);
+    }
+}
+
+impl DriverEffects for LiveEffects<'_> {
+    fn sample(&mut self, sample: Sample, view: &JobView) {
+        self.view = Arc::new(view.clone());
+        self.outputs.sample(&Arc::new(sample), &self.view);
+    }
+
+    fn view(&mut self, view: &JobView) {
+        if *self.view != *view {
+            self.view = Arc::new(view.clone());
+        }
+    }
+}

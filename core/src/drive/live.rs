@@ -1,0 +1,215 @@
+//! The live source of a job's inputs: the inline sampler on its schedule (the engine's check
+//! interval), the driver's own signals, the leader's exit (reaped here, on SIGCHLD), the
+//! requests and marks that come over the job's socket, and Ctrl-Z. The driver's loop
+//! (`super::drive`) asks it for the next input and never sleeps anywhere else.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::spawned::{Reaped, Spawned};
+use super::{Input, Interrupts, Source};
+use crate::counters::Counters;
+use crate::effects::JobSignal;
+use crate::enforce::{signal_each, Safety};
+use crate::engine::Moment;
+use crate::marks::Request;
+use crate::members::MemberSet;
+use crate::process::ProcessIdentity;
+use crate::sampler::InlineSampler;
+use crate::unix::jobctl;
+use crate::unix::signals::{self, Kernel, SIGCONT};
+
+/// Wake-ups queued for the driver at most (signals: one is enough; requests beyond are
+/// refused as busy).
+pub(super) const BACKLOG: usize = 64;
+
+/// The answer a request's sender waits for: `Ok` once the engine took it, or why not.
+pub(crate) type Reply = SyncSender<Result<(), String>>;
+
+/// What wakes the driver between ticks.
+pub(crate) enum Wake {
+    /// A signal arrived (the driver's own, or SIGCHLD): look at the job now.
+    Signal,
+    /// A request over the job's socket, from the process with pid `peer`.
+    Request {
+        /// Who sent it (the kernel's word).
+        peer: u32,
+        /// What it asks.
+        request: Request,
+        /// Where the engine's answer goes.
+        reply: Reply,
+    },
+}
+
+/// The live inputs of one job.
+pub(super) struct LiveSource<'a> {
+    pub(super) counters: &'a Counters,
+    pub(super) safety: &'a Safety,
+    pub(super) sampler: InlineSampler,
+    pub(super) wakes: Receiver<Wake>,
+    pub(super) spawned: Option<Spawned>,
+    pub(super) interrupts: &'a dyn Interrupts,
+    pub(super) members: MemberSet,
+    /// Interrupts already handed to the loop (the first, then a second).
+    pub(super) told: u8,
+    /// A check is due now (the leader just exited: is the job over?).
+    pub(super) check_now: bool,
+    /// Set by the signal handler's wake-up, cleared when it is taken: one queued at most.
+    pub(super) signal_pending: Arc<AtomicBool>,
+    /// A mark waiting for the fresh look at the job taken just before it: its sender may be
+    /// a process born since the last check.
+    pub(super) pending: Option<Input>,
+}
+
+impl Source for LiveSource<'_> {
+    fn next(&mut self, due: Duration) -> Input {
+        if let Some(input) = self.pending.take() {
+            return input;
+        }
+        loop {
+            if let Some(input) = self.interrupt() {
+                return input;
+            }
+            if let Some(input) = self.reaped() {
+                return input;
+            }
+            if self.check_now {
+                self.check_now = false;
+                return self.sample();
+            }
+            self.sampler.set_interval(due);
+            match self.wakes.recv_timeout(self.sampler.until_next()) {
+                Ok(Wake::Signal) => self.signal_pending.store(false, Ordering::SeqCst),
+                Ok(Wake::Request {
+                    peer,
+                    request,
+                    reply,
+                }) => {
+                    let input = requested(peer, request, reply);
+                    if matches!(input, Input::Mark { .. }) {
+                        self.pending = Some(input);
+                        return self.sample();
+                    }
+                    return input;
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    return self.sample()
+                }
+            }
+        }
+    }
+
+    fn now(&self) -> Moment {
+        Moment {
+            at: SystemTime::now(),
+            clock: self.sampler.clock(),
+        }
+    }
+}
+
+fn requested(peer: u32, request: Request, reply: Reply) -> Input {
+    match request {
+        Request::Mark(stage) => Input::Mark { peer, stage, reply },
+        Request::Control { control, pid } => Input::Request {
+            control,
+            pid,
+            reply,
+        },
+    }
+}
+
+impl LiveSource<'_> {
+    /// The leader's exit, if it just exited (reaped here, the one place); a Ctrl-Z is
+    /// handled on the spot.
+    fn reaped(&mut self) -> Option<Input> {
+        loop {
+            match self.spawned.as_mut()?.reap()? {
+                Reaped::Exit(exit) => {
+                    self.check_now = true;
+                    return Some(Input::LeaderExit(exit));
+                }
+                Reaped::TerminalStop => self.suspended(),
+            }
+        }
+    }
+
+    /// One sample now. A leader that exited while it was read is reaped first, so that the
+    /// engine knows its exit status before it sees the job gone.
+    fn sample(&mut self) -> Input {
+        let sample = Input::Sample(self.sampler.tick());
+        match self.reaped() {
+            Some(exit) => {
+                self.check_now = false;
+                self.pending = Some(sample);
+                exit
+            }
+            None => sample,
+        }
+    }
+
+    /// The first interrupt, then a second one, each once.
+    fn interrupt(&mut self) -> Option<Input> {
+        let signal = self.interrupts.received()?;
+        let second = self.interrupts.second();
+        let want = if second { 2 } else { 1 };
+        if self.told >= want {
+            return None;
+        }
+        self.told = want;
+        Some(Input::Interrupt { signal, second })
+    }
+
+    /// Ctrl-Z stopped the job's foreground group, and the driver suspends with it, as a
+    /// shell job would. Members in other sessions (a `setsid` worker) get no SIGTSTP from
+    /// the terminal: they are paused first, so nothing of the job runs unguarded while the
+    /// driver is suspended, and continued with the rest on `fg` (or `bg`).
+    fn suspended(&mut self) {
+        let Some(spawned) = self.spawned.as_ref() else {
+            return;
+        };
+        let Some(terminal) = &spawned.terminal else {
+            return; // stopped by someone else, outside a terminal: not ours to continue
+        };
+        let members: Vec<ProcessIdentity> = self
+            .members
+            .discover(self.counters)
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        let held = signal_each(
+            self.counters,
+            &Kernel,
+            self.safety,
+            &members,
+            JobSignal::Pause,
+        );
+        let _ = terminal.take_back();
+        jobctl::suspend_self();
+        // Continued: `fg` gave the terminal back to us (hand it to the job); `bg` did not.
+        if terminal.ours() {
+            let _ = terminal.give_to(spawned.leader);
+        }
+        // Job control, as a shell does it: the group the driver started.
+        let _ = signals::send_group(spawned.leader, SIGCONT);
+        signal_each(
+            self.counters,
+            &Kernel,
+            self.safety,
+            &held.reached,
+            JobSignal::Resume,
+        );
+        // A check at once: the job may have changed while the driver was stopped.
+        self.check_now = true;
+    }
+
+    /// Hands the requests the loop will not take any more a last answer (the job ended).
+    pub(super) fn refuse_pending(&self, why: &str) {
+        while let Ok(wake) = self.wakes.try_recv() {
+            if let Wake::Request { reply, .. } = wake {
+                let _ = reply.try_send(Err(why.to_string()));
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! A job's outputs, each on a thread of its own: the terminal's lines, the trace, the job
+//! file, the report. The driver hands them the job's samples, events and its view through
+//! bounded queues and never waits: a reader that stops reading (`guard … 2>&1 | less`), a
+//! FIFO nobody reads or a slow disk holds up that output alone, never a decision or a
+//! signal. An output that fails is dropped and the others are told; one that falls a whole
+//! queue behind loses updates (counted and said), never the job.
+
+use std::io;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::engine::JobView;
+use crate::policy::JobEvent;
+use crate::sampler::Sample;
+
+/// Updates an output may fall behind before it misses some.
+pub const OUTPUT_BACKLOG: usize = 4096;
+/// How long the end waits for an output other than the terminal to write what it was given.
+pub const FINISH_WAIT: Duration = Duration::from_secs(5);
+
+/// A consumer of a job's progress: the terminal's lines, a trace, the app's job file, a
+/// report. Each runs on its own thread; its errors drop it, never the job.
+pub trait Sink: Send {
+    /// What it is, for the message when it fails (`the trace t.jsonl`).
+    fn name(&self) -> String;
+    /// True for the terminal's lines: the end waits for them however long the terminal
+    /// takes (as any program's output does), while other outputs get [`FINISH_WAIT`].
+    fn is_terminal(&self) -> bool {
+        false
+    }
+    /// The job is watched.
+    fn started(&mut self, _view: &JobView) -> io::Result<()> {
+        Ok(())
+    }
+    /// One sample (at the check interval, which may be shorter than the poll).
+    fn sample(&mut self, _sample: &Sample, _view: &JobView) -> io::Result<()> {
+        Ok(())
+    }
+    /// An event of the job at `t` on the sampler's clock; the last is always `Finished`.
+    fn event(&mut self, _t: Duration, _event: &JobEvent, _view: &JobView) -> io::Result<()> {
+        Ok(())
+    }
+    /// Something the user must hear about (another output failed, the guard cannot stop a
+    /// member…).
+    fn problem(&mut self, _text: &str) {}
+    /// The job is over: write what is left.
+    fn finish(&mut self, _view: &JobView) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+enum Update {
+    Started(Arc<JobView>),
+    Sample(Arc<Sample>, Arc<JobView>),
+    Event(Duration, Box<JobEvent>, Arc<JobView>),
+    Problem(String),
+    Finish(Arc<JobView>),
+}
+
+struct Worker {
+    name: String,
+    terminal: bool,
+    queue: SyncSender<Update>,
+    /// Disconnects when the worker's thread ends.
+    done: Receiver<()>,
+    dropped: u64,
+}
+
+/// The outputs of one job.
+pub struct Outputs {
+    workers: Vec<Worker>,
+    /// Problems the workers hit (their sink failed), for the others to hear.
+    problems: Arc<Mutex<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.workers.iter().map(|w| w.name.as_str()).collect();
+        f.debug_struct("Outputs").field("sinks", &names).finish()
+    }
+}
+
+impl Outputs {
+    /// Starts one thread per sink.
+    pub fn start(sinks: Vec<Box<dyn Sink>>) -> io::Result<Outputs> {
+        let problems = Arc::new(Mutex::new(Vec::new()));
+        let mut workers = Vec::new();
+        for sink in sinks {
+            let (queue, updates) = mpsc::sync_channel(OUTPUT_BACKLOG);
+            let (alive, done) = mpsc::channel::<()>();
+            let name = sink.name();
+            let terminal = sink.is_terminal();
+            let problems = Arc::clone(&problems);
+            std::thread::Builder::new()
+                .name("headroom-output".into())
+                .spawn(move || {
+                    let _alive = alive;
+                    serve(sink, &updates, &problems);
+                })?;
+            workers.push(Worker {
+                name,
+                terminal,
+                queue,
+                done,
+                dropped: 0,
+            });
+        }
+        Ok(Outputs { workers, problems })
+    }
+
+    /// The job is watched.
+    pub fn started(&mut self, view: &Arc<JobView>) {
+        self.send(|| Update::Started(Arc::clone(view)));
+    }
+
+    /// One sample.
+    pub fn sample(&mut self, sample: &Arc<Sample>, view: &Arc<JobView>) {
+        self.send(|| Update::Sample(Arc::clone(sample), Arc::clone(view)));
+    }
+
+    /// One event at `t`.
+    pub fn event(&mut self, t: Duration, event: &JobEvent, view: &Arc<JobView>) {
+        self.send(|| Update::Event(t, Box::new(event.clone()), Arc::clone(view)));
+    }
+
+    /// Tells every output.
+    pub fn problem(&mut self, text: &str) {
+        self.send(|| Update::Problem(text.to_string()));
+    }
+
+    fn send(&mut self, update: impl Fn() -> Update) {
+        self.relay_problems();
+        let mut lagging = Vec::new();
+        for worker in &mut self.workers {
+            match worker.queue.try_send(update()) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    worker.dropped += 1;
+                    if worker.dropped == 1 {
+                        lagging.push(worker.name.clone());
+                    }
+                }
+                Err(TrySendError::Disconnected(_)) => {}
+            }
+        }
+        for name in lagging {
+            let text =
+                format!("{name} is not being read: updates are dropped, the job stays guarded");
+            tracing::warn!("{text}");
+            for worker in &mut self.workers {
+                let _ = worker.queue.try_send(Update::Problem(text.clone()));
+            }
+        }
+    }
+
+    /// Passes the problems of failed outputs on to the others.
+    fn relay_problems(&mut self) {
+        let texts: Vec<String> = {
+            let mut problems = self.problems.lock().unwrap_or_else(PoisonError::into_inner);
+            std::mem::take(&mut *problems)
+        };
+        for text in texts {
+            for worker in &mut self.workers {
+                let _ = worker.queue.try_send(Update::Problem(text.clone()));
+            }
+        }
+    }
+
+    /// The job is over: each output writes what it has, the terminal for as long as it
+    /// takes, the others up to [`FINISH_WAIT`] (`give_up()` turning true ends the wait: the
+    /// user interrupted it). Names the outputs that could not finish.
+    pub fn finish(mut self, view: &Arc<JobView>, give_up: &dyn Fn() -> bool) -> Vec<String> {
+        self.relay_problems();
+        let mut unfinished = Vec::new();
+        for worker in &self.workers {
+            // Blocking here is fine for the job (it has ended); bounded for all but the
+            // terminal.
+            let _ = if worker.terminal {
+                worker
+                    .queue
+                    .send(Update::Finish(Arc::clone(view)))
+                    .map_err(|_| ())
+            } else {
+                worker
+                    .queue
+                    .try_send(Update::Finish(Arc::clone(view)))
+                    .map_err(|_| ())
+            };
+        }
+        let started = Instant::now();
+        for worker in self.workers.drain(..) {
+            let Worker {
+                name,
+                terminal,
+                queue,
+                done,
+                ..
+            } = worker;
+            drop(queue);
+            loop {
+                match done.recv_timeout(Duration::from_millis(50)) {
+                    Err(RecvTimeoutError::Disconnected) | Ok(()) => break,
+                    Err(RecvTimeoutError::Timeout) => {}
+                }
+                if give_up() || (!terminal && started.elapsed() >= FINISH_WAIT) {
+                    unfinished.push(name);
+                    break;
+                }
+            }
+        }
+        unfinished
+    }
+}
+
+/// One output's thread: every update to its sink until the queue closes or it fails.
+fn serve(mut sink: Box<dyn Sink>, updates: &Receiver<Update>, problems: &Mutex<Vec<String>>) {
+    while let Ok(update) = updates.recv() {
+        let result = match update {
+            Update::Started(view) => sink.started(&view),
+            Update::Sample(sample, view) => sink.sample(&sample, &view),
+            Update::Event(t, event, view) => sink.event(t, &event, &view),
+            Update::Problem(text) => {
+                sink.problem(&text);
+                Ok(())
+            }
+            Update::Finish(view) => {
+                let result = sink.finish(&view);
+                if let Err(e) = result {
+                    tracing::warn!("{} failed at the end: {e}", sink.name());
+                }
+                return;
+            }
+        };
+        if let Err(e) = result {
+            let text = format!(
+                "{} failed: {e}; it is dropped, the job stays watched",
+                sink.name()
+            );
+            tracing::warn!("{text}");
+            problems
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(text);
+            return;
+        }
+    }
+}

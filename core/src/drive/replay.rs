@@ -1,0 +1,243 @@
+//! `trace replay`: the driver's loop fed by a recorded trace instead of the live counters.
+//! No process runs and no signal is sent: the job is one stand-in member, "alive" until
+//! the replay's effects stop it, and every action is recorded with its time. The engine,
+//! its adaptive checks and its stop rules are the live guard's own, so a replay stops where
+//! a live guard would have on the same samples (within one sample of the trace: a live
+//! guard near its budget checks more often than a trace keeps).
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use super::{drive, DriverEffects, Input, Source};
+use crate::counters::{PressureLevel, RunState, SystemCounters};
+use crate::effects::{JobSignal, SignalReport};
+use crate::engine::{Effects, Engine, JobSpec, Moment};
+use crate::members::{Member, MemberSet, Members};
+use crate::policy::{EndReason, JobEvent, OnBudget, StopReason, Verdict};
+use crate::process::{ProcessIdentity, TreeMemory};
+use crate::sampler::{Sample, TrackedSample};
+use crate::summary::stage_windows;
+use crate::trace::{SampleRecord, Trace};
+
+/// The stand-in for the job's processes.
+const STAND_IN: ProcessIdentity = ProcessIdentity {
+    pid: 2,
+    start_time: 1,
+};
+
+/// What the guard would have done over a trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Replay {
+    /// When it would have stopped (or paused) the job (`t` seconds), and why; `None` if
+    /// never.
+    pub stopped_at_seconds: Option<f64>,
+    /// The stop reason.
+    pub reason: Option<StopReason>,
+    /// The stage running at that moment.
+    pub stage: Option<String>,
+    /// The verdict over the samples up to the stop (or all of them).
+    pub verdict: Verdict,
+}
+
+/// Replays `trace` under `spec` (its limits and poll): where the guard would first have
+/// stopped the job (or paused it, with `--on-budget pause`). `None` without samples.
+pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
+    let mut samples: Vec<SampleRecord> = trace.samples.clone();
+    samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+    let first = samples.first()?.clone();
+    let alive = Rc::new(Cell::new(true));
+    let start_at = UNIX_EPOCH + Duration::from_secs(1);
+    let total_bytes = trace
+        .start
+        .as_ref()
+        .and_then(|m| m.get("total_memory"))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    let mut source = TraceSource {
+        samples,
+        next: 0,
+        alive: Rc::clone(&alive),
+        start_at,
+        total_bytes,
+        now: Duration::ZERO,
+        repeat: None,
+    };
+    let mut recorder = Recorder {
+        alive,
+        acted: None,
+        now: Duration::ZERO,
+    };
+    let poll = spec.poll;
+    // Replay answers "where would the guard first act": a pause there ends the replay too.
+    let mut spec = JobSpec {
+        owned: true,
+        ..spec
+    };
+    spec.limits.on_budget = OnBudget::Stop;
+    let mut engine = Engine::default();
+    let set = MemberSet::new(Members::of_process(STAND_IN));
+    let at = Moment {
+        at: start_at,
+        clock: Duration::from_secs_f64(first.t.max(0.0)),
+    };
+    let job = engine.add(set, spec, first.swap_used, at);
+    let verdict = drive(&mut engine, job, poll, &mut source, &mut recorder);
+    let (stopped_at_seconds, reason) = match recorder.acted {
+        Some((t, reason)) => (Some(t), Some(reason)),
+        None => (None, None),
+    };
+    let windows = stage_windows(trace);
+    let stage = stopped_at_seconds
+        .filter(|_| windows.len() > 1)
+        .and_then(|t| windows.iter().rev().find(|w| w.1 <= t).map(|w| w.0.clone()));
+    Some(Replay {
+        stopped_at_seconds,
+        reason,
+        stage,
+        verdict,
+    })
+}
+
+/// Samples of a trace, at the checks the engine asks for.
+struct TraceSource {
+    samples: Vec<SampleRecord>,
+    next: usize,
+    alive: Rc<Cell<bool>>,
+    start_at: SystemTime,
+    total_bytes: u64,
+    now: Duration,
+    /// The last reading handed out, and whether it was looked at again after the stand-in
+    /// was stopped (the live guard's next check would find it gone at once).
+    repeat: Option<(SampleRecord, bool)>,
+}
+
+impl Source for TraceSource {
+    fn next(&mut self, due_in: Duration) -> Input {
+        if let Some((record, false)) = self.repeat.clone().filter(|_| !self.alive.get()) {
+            self.repeat = Some((record.clone(), true));
+            return Input::Sample(self.sample(&record));
+        }
+        // Every sample of a trace is a check its guard made (a guard writes the reading it
+        // acted on even between polls), so each is looked at, as the live guard did.
+        let _ = due_in;
+        if let Some(record) = self.samples.get(self.next).cloned() {
+            self.next += 1;
+            self.now = Duration::from_secs_f64(record.t.max(0.0));
+            self.repeat = Some((record.clone(), false));
+            return Input::Sample(self.sample(&record));
+        }
+        Input::Ended(EndReason::Vanished)
+    }
+
+    fn now(&self) -> Moment {
+        Moment {
+            at: self.start_at + self.now,
+            clock: self.now,
+        }
+    }
+}
+
+impl TraceSource {
+    fn sample(&mut self, record: &SampleRecord) -> Sample {
+        let alive = self.alive.get();
+        let members = if alive {
+            vec![Member {
+                id: STAND_IN,
+                state: RunState::Running,
+            }]
+        } else {
+            Vec::new()
+        };
+        Sample {
+            seq: self.next as u64,
+            at: self.start_at + self.now,
+            since_start: self.now,
+            system: Some(SystemCounters {
+                total_bytes: self.total_bytes,
+                free_percent: record.level,
+                pressure: record.pressure.as_deref().and_then(pressure),
+                swap_used_bytes: record.swap_used,
+                swap_total_bytes: record.swap_total.unwrap_or(0),
+                compressed_bytes: record.compressed,
+                wired_bytes: None,
+                app_bytes: None,
+                swapped_in_bytes: 0,
+                swapped_out_bytes: 0,
+                paged_in_bytes: 0,
+                paged_out_bytes: 0,
+            }),
+            tracked: vec![TrackedSample {
+                identity: STAND_IN,
+                memory: alive.then_some(TreeMemory {
+                    pid: STAND_IN.pid,
+                    footprint_bytes: record.footprint,
+                    resident_bytes: record.resident.unwrap_or(record.footprint),
+                    swap_bytes: record.process_swap,
+                    processes: record.processes.unwrap_or(1),
+                }),
+                members,
+            }],
+            error: None,
+        }
+    }
+}
+
+fn pressure(word: &str) -> Option<PressureLevel> {
+    match word {
+        "normal" => Some(PressureLevel::Normal),
+        "warn" => Some(PressureLevel::Warn),
+        "critical" => Some(PressureLevel::Critical),
+        _ => None,
+    }
+}
+
+/// The replay's effects: the first stop or pause is recorded, with its time and reason, and
+/// the stand-in stops there.
+struct Recorder {
+    alive: Rc<Cell<bool>>,
+    acted: Option<(f64, StopReason)>,
+    now: Duration,
+}
+
+impl Effects for Recorder {
+    fn signal(
+        &mut self,
+        _job: u64,
+        signal: JobSignal,
+        members: &[ProcessIdentity],
+    ) -> SignalReport {
+        if matches!(
+            signal,
+            JobSignal::Terminate | JobSignal::Kill | JobSignal::Pause
+        ) {
+            self.alive.set(false);
+        }
+        SignalReport {
+            reached: members.to_vec(),
+            ..SignalReport::default()
+        }
+    }
+
+    fn notify(&mut self, _job: u64, _command: &str, event: &JobEvent) {
+        let reason = match event {
+            JobEvent::Stopped { reason } => Some(reason.clone()),
+            JobEvent::Paused {
+                reason: Some(reason),
+                ..
+            } => Some(reason.clone()),
+            _ => None,
+        };
+        if let (Some(reason), None) = (reason, &self.acted) {
+            self.acted = Some((self.now.as_secs_f64(), reason));
+        }
+    }
+}
+
+impl DriverEffects for Recorder {
+    fn sample(&mut self, sample: Sample, _view: &crate::engine::JobView) {
+        self.now = sample.since_start;
+    }
+}
