@@ -515,3 +515,54 @@ fn guard_stops_a_hog_while_nobody_reads_its_output() {
     assert_eq!(code, Some(3), "{}", out.lines().last().unwrap_or_default());
     rig.bystander.assert_alive();
 }
+
+#[test]
+fn a_live_guards_own_trace_replayed_stops_where_it_stopped() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    // `trace replay` is the guard's own loop fed by the trace: with the same flags it stops
+    // within one poll of where the live guard stopped (the live guard checks more often near
+    // its budget than its trace keeps).
+    let mut rig = rig();
+    let tag = tag("replay-agrees");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("live.jsonl");
+    let argv = hog_in_cgroup(&rig, "500M", &tag, &[]);
+    let flags = ["--swap-budget", "150M", "--poll", "0.5s"];
+    let mut cmd = headroom();
+    cmd.args(["guard", "--wait-free", "0", "--grace", "2s"])
+        .args(flags)
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--")
+        .args(&argv);
+    let (code, _, stderr) = run_to_files(cmd);
+    assert_eq!(code, Some(3), "{stderr}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let live_stop = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| {
+            v["type"] == "event"
+                && v["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("\"stopped\""))
+        })
+        .and_then(|v| v["t"].as_f64())
+        .unwrap_or_else(|| panic!("no stop event in the trace:\n{text}"));
+    let mut replay = headroom();
+    replay
+        .args(["trace", "replay", "--json"])
+        .arg(&trace)
+        .args(&flags[..2]);
+    let (code, out, err) = run_to_files(replay);
+    assert_eq!(code, Some(3), "{err}{out}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let replay_stop = r["stopped_at_seconds"].as_f64().unwrap();
+    assert!(
+        (replay_stop - live_stop).abs() <= 0.5 + 0.05,
+        "live stopped at {live_stop} s, its replay at {replay_stop} s"
+    );
+    rig.bystander.assert_alive();
+}

@@ -347,6 +347,17 @@ check('windows and the row cap come from Rust (get_config), not the page', async
   assert.ok(asked.length > 0 && asked.every((w) => w === 300), `${asked}`);
 });
 
+check('the forms show the defaults Rust sends (get_config), none of their own', async (page) => {
+  await page.goto(base);
+  await ready(page);
+  const r = await page.eval(() => Object.fromEntries(
+    [...document.querySelectorAll('input[name]')].filter((i) => i.placeholder).map((i) => [i.name, i.placeholder])));
+  assert.equal(r.default_swap_budget, '6G');
+  assert.equal(r.sample_interval, '0.7s');
+  assert.equal(r.metrics_address, '127.0.0.1:9999');
+  assert.equal(r.default_kill_free, '12');
+});
+
 check('recent verdicts from the history database', async (page) => {
   await page.goto(base);
   await ready(page);

@@ -52,6 +52,12 @@
       windows_seconds: (params.get('windows') || '600,3600,86400').split(',').map(Number),
       tick_window_seconds: 600,
       max_processes: Number(params.get('max') || 150),
+      // Odd values on purpose: the page must show these, never defaults of its own.
+      defaults: {
+        sample_interval: '0.7s', notify_step: '256M', default_swap_budget: '6G',
+        default_kill_free: '12', tight_compressed: '3G', tight_free: '21',
+        metrics_address: '127.0.0.1:9999',
+      },
     },
     recent: params.get('jobs') === 'none' ? [] : [
       { command: 'python gen.py --steps 50', mode: 'guard', started_at_ms: Date.now() - 7_200_000, ended_at_ms: Date.now() - 3_600_000,

@@ -118,6 +118,11 @@ async function loadConfig() {
       const c = await api.getConfig();
       config.windows = c.windows_seconds;
       config.tickWindow = c.tick_window_seconds;
+      config.defaults = c.defaults;
+      // Every form field named like a default shows it as its placeholder.
+      for (const [name, value] of Object.entries(c.defaults)) {
+        for (const input of document.querySelectorAll(`input[name="${name}"]`)) input.placeholder = value;
+      }
       succeeded('config');
       return;
     } catch (error) {

@@ -6,6 +6,7 @@
 
 import { el, setText, setAttr, placeChildren } from './dom.js';
 import { formatBytes, fieldError } from './format.js';
+import { config } from './state.js';
 
 
 
@@ -160,12 +161,12 @@ function showFieldError(errorEl, input, message) {
 }
 
 function buildGuardRow(proc, defaults) {
-  const budget = field('guard-budget', 'Swap budget', 'e.g. 8G, 512M');
-  const killFree = field('guard-kill-free', 'Stop below free %', 'e.g. 10');
+  const budget = field('guard-budget', 'Swap budget', 'a size such as 2G');
+  const killFree = field('guard-kill-free', 'Stop below free %', 'a percentage');
   budget.input.value = defaults.budget ?? '';
-  budget.input.placeholder = '8G';
+  budget.input.placeholder = config.defaults.default_swap_budget ?? '';
   killFree.input.value = defaults.killFree ?? '';
-  killFree.input.placeholder = '10';
+  killFree.input.placeholder = config.defaults.default_kill_free ?? '';
   killFree.input.inputMode = 'decimal';
   const onBudget = el('select', { id: 'guard-on-budget' },
     el('option', { value: 'stop', text: 'Stop it' }),

@@ -7,7 +7,7 @@ import { toast, clearToast } from './toast.js';
 // From Rust (get_config): the chart windows, and the one ticks carry the swap change over;
 // for the other windows the change comes from get_status({ windowSeconds }), asked with each
 // 2 s refresh.
-export const config = { windows: [], tickWindow: null };
+export const config = { windows: [], tickWindow: null, defaults: {} };
 export const darkQuery = window.matchMedia('(prefers-color-scheme: dark)');
 
 export const state = {

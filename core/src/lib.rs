@@ -13,6 +13,7 @@
 
 pub mod chart;
 pub mod counters;
+pub mod defaults;
 #[cfg(unix)]
 pub mod drive;
 pub mod effects;

@@ -121,11 +121,28 @@ impl Members {
     }
 
     /// [`Members::discover`], then the summed memory of the live members; `None` once no
-    /// member lives. A member whose memory cannot be read still counts as alive.
+    /// member lives. A member whose memory cannot be read still counts as alive. A member
+    /// that died between the two reads may have left children the look missed (re-parented
+    /// to the reaper meanwhile): then the job is looked at again, a few times at most, so a
+    /// job is never taken for ended while such a child runs.
     pub fn refresh(&mut self, counters: &impl CounterSource) -> Option<TreeMemory> {
-        if self.discover(counters) == 0 {
-            return None;
+        for _ in 0..REFRESH_ATTEMPTS {
+            if self.discover(counters) == 0 {
+                return None;
+            }
+            let (total, gone) = self.memory(counters);
+            if gone.is_empty() {
+                return Some(total);
+            }
+            self.live.retain(|m| !gone.contains(&m.id));
         }
+        let (total, gone) = self.memory(counters);
+        self.live.retain(|m| !gone.contains(&m.id));
+        (!self.live.is_empty()).then_some(total)
+    }
+
+    /// The summed memory of the live members, and the members found gone meanwhile.
+    fn memory(&self, counters: &impl CounterSource) -> (TreeMemory, Vec<ProcessIdentity>) {
         let mut total = TreeMemory {
             pid: self.root.pid,
             ..TreeMemory::default()
@@ -138,10 +155,12 @@ impl Members {
                 Err(_) => total.processes += 1,
             }
         }
-        self.live.retain(|m| !gone.contains(&m.id));
-        (!self.live.is_empty()).then_some(total)
+        (total, gone)
     }
 }
+
+/// Looks at a job in one refresh at most (see [`Members::refresh`]).
+const REFRESH_ATTEMPTS: usize = 3;
 
 /// A job's members shared between the sampler (which refreshes them every tick) and whoever
 /// stops, pauses or shows the job.

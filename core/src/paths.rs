@@ -52,13 +52,8 @@ pub struct Dirs {
 }
 
 /// The longest socket path this OS takes, bytes, its NUL left out (`sun_path`: 104 on
-/// macOS, `bsd/sys/un.h`; 108 on Linux).
-#[cfg(target_os = "macos")]
-pub const SOCKET_PATH_MAX: usize = 103;
-/// The longest socket path this OS takes, bytes, its NUL left out (`sun_path`: 104 on
-/// macOS, `bsd/sys/un.h`; 108 on Linux).
-#[cfg(not(target_os = "macos"))]
-pub const SOCKET_PATH_MAX: usize = 107;
+/// macOS and the BSDs, `bsd/sys/un.h`; 108 on Linux).
+pub const SOCKET_PATH_MAX: usize = if cfg!(target_os = "linux") { 107 } else { 103 };
 /// The longest socket name in [`Dirs::run_dir`]: the largest pid, `.sock`.
 const SOCKET_NAME_MAX: usize = "/4294967295.sock".len();
 

@@ -32,7 +32,7 @@ pub enum Record {
     },
     /// One reading.
     Sample(SampleRecord),
-    /// Something the job or the guard said happened.
+    /// Something the job or its driver said happened.
     Event(EventRecord),
     /// A failed read (a gap in the samples).
     Error {

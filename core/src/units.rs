@@ -151,6 +151,36 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A size exactly, as flags and files take it: `512M`, `8G`, `1536M`, `1000` (bytes).
+pub fn size_text(bytes: u64) -> String {
+    [
+        ("T", 1u64 << 40),
+        ("G", 1 << 30),
+        ("M", 1 << 20),
+        ("K", 1 << 10),
+    ]
+    .into_iter()
+    .find(|(_, scale)| bytes > 0 && bytes.is_multiple_of(*scale))
+    .map_or_else(
+        || bytes.to_string(),
+        |(u, scale)| format!("{}{u}", bytes / scale),
+    )
+}
+
+/// A duration exactly, as flags take it: `0.5s`, `5s`, `1m`, `30m`, `2h`.
+pub fn duration_text(d: Duration) -> String {
+    let secs = d.as_secs();
+    if d.subsec_nanos() == 0 && secs > 0 {
+        if secs.is_multiple_of(3600) {
+            return format!("{}h", secs / 3600);
+        }
+        if secs.is_multiple_of(60) {
+            return format!("{}m", secs / 60);
+        }
+    }
+    format!("{}s", d.as_secs_f64())
+}
+
 /// Formats a duration for people: `850 ms`, `12.3 s`, `4m 05s`, `2h 03m`.
 pub fn format_duration(d: Duration) -> String {
     let s = d.as_secs_f64();

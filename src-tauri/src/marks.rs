@@ -1,6 +1,7 @@
 //! Stage marks from jobs picked in the popover: the app listens on its own mark socket
 //! (`headroom_core::marks`), and a mark from a process of one of its running jobs starts a
-//! stage of that job. The kernel says who is marking; a process of no job is refused.
+//! stage of that job. The kernel says who is marking; a process of no job is refused (the
+//! jobs' members are looked at afresh for a sender the last sample has not seen).
 
 use headroom_core::marks::{Answer, Request};
 use tauri::{AppHandle, Manager, Runtime};
@@ -34,14 +35,21 @@ fn mark<R: Runtime>(app: &AppHandle<R>, pid: u32, stage: &str) -> Result<(), Str
         .try_state::<AppState>()
         .ok_or_else(|| "Headroom is shutting down".to_string())?;
     let clock = state.sampler.clock();
-    let actions = {
-        let mut monitor = lock(&state.monitor);
-        let job = monitor
-            .jobs
-            .job_of(pid)
-            .ok_or_else(|| format!("pid {pid} is not a process of a job Headroom watches"))?;
-        monitor.jobs.mark(job, stage, clock)
-    };
+    let known = lock(&state.monitor).jobs.job_of(pid);
+    // A process born since the last sample (`headroom mark` itself, often): look at the
+    // jobs' members afresh, outside the engine's lock.
+    let job = known
+        .or_else(|| {
+            let sets = lock(&state.monitor).jobs.tracked();
+            let set = sets.into_iter().find(|set| {
+                set.discover(&state.counters)
+                    .iter()
+                    .any(|m| m.id.pid == pid)
+            })?;
+            lock(&state.monitor).jobs.job_with_root(set.root().pid)
+        })
+        .ok_or_else(|| format!("pid {pid} is not a process of a job Headroom watches"))?;
+    let actions = lock(&state.monitor).jobs.mark(job, stage, clock);
     if actions.is_empty() {
         return Err(format!(
             "the job has {} stages already: no more are recorded",

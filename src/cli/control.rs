@@ -9,8 +9,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::defaults::GRACE;
 use headroom_core::effects::JobSignal;
-use headroom_core::enforce::{signal_each, stop_now, Safety, DEFAULT_GRACE};
+use headroom_core::enforce::{signal_each, stop_now, Safety};
 use headroom_core::engine::JobStatus;
 use headroom_core::jobfile::JobFile;
 use headroom_core::marks::{is_not_here, send_control, sockets, Control, MarkError, Sent};
@@ -19,7 +20,7 @@ use headroom_core::process::ProcessIdentity;
 use headroom_core::unix::signals::Kernel;
 
 use super::exit;
-use super::job::say;
+use super::output::say;
 
 /// Arguments of `headroom resume`, `pause` and `stop`.
 #[derive(Debug, Args)]
@@ -111,7 +112,7 @@ fn unguarded(
     };
     let (reached, refused, state) = match control {
         Control::Stop => {
-            let report = stop_now(counters, &Kernel, &safety, &live, DEFAULT_GRACE);
+            let report = stop_now(counters, &Kernel, &safety, &live, GRACE);
             let reached = report.terminated.len().max(report.killed.len());
             (reached, report.refused, JobStatus::Stopped)
         }

@@ -3,24 +3,26 @@
 
 use std::io::{IsTerminal, Write};
 use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters};
-use headroom_core::drive::{self, DriveError, Interrupts, Launch, Outcome};
+use headroom_core::counters::Counters;
+use headroom_core::defaults::{self as d, text};
+use headroom_core::drive::{self, DriveError, Launch, Outcome, Waited};
 use headroom_core::enforce::Safety;
 use headroom_core::engine::{JobMode, JobSpec};
-use headroom_core::policy::{Limits, Observation, StartDecision, StartGate, WaitReason};
-use headroom_core::process::ancestors;
+use headroom_core::policy::{Limits, WaitReason};
 use headroom_core::unix::jobctl::Terminal;
 use regex::Regex;
 use serde::Serialize;
 
 use super::budget::JobArgs;
 use super::exit;
-use super::job::{job_sinks, print_json, say, Signals};
+use super::output::{print_json, say};
 use super::report::Report;
+use super::signals::Signals;
+use super::sinks::job_sinks;
 
 /// Flags of `headroom guard`.
 #[derive(Debug, Args)]
@@ -46,7 +48,7 @@ nobody to resume it.")]
 pub struct GuardArgs {
     /// Wait until free memory is at least this percent before starting. Above 100 it can
     /// never be met: the guard waits until --start-timeout and exits 4.
-    #[arg(long, default_value = "40", allow_hyphen_values = true, value_parser = parse_wait_free, value_name = "PERCENT")]
+    #[arg(long, default_value = text::percent(d::WAIT_FREE_PERCENT), allow_hyphen_values = true, value_parser = parse_wait_free, value_name = "PERCENT")]
     wait_free: f64,
     /// Do not start while a process whose command line matches this regex runs, nor until
     /// none has matched for --quiet-for (repeatable; like `pgrep -f`, Headroom and its
@@ -54,10 +56,10 @@ pub struct GuardArgs {
     #[arg(long, value_parser = parse_regex, value_name = "REGEX")]
     busy: Vec<Regex>,
     /// How long no --busy process may have run before starting.
-    #[arg(long, default_value = "1m", allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::QUIET_FOR), allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
     quiet_for: Duration,
     /// Give up waiting for room after this long (exit 4).
-    #[arg(long, default_value = "30m", allow_hyphen_values = true, value_parser = super::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::START_TIMEOUT), allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
     start_timeout: Duration,
     #[command(flatten)]
     job: JobArgs,
@@ -214,13 +216,9 @@ fn no_room(
     }
 }
 
-enum Waited {
-    GaveUp(WaitReason),
-    Interrupted(i32),
-}
-
-/// Polls until the start gate says go; shows why it waits on one updating line (a terminal)
-/// or plain lines when the reason changes (not a terminal).
+/// Waits for room (core's start gate loop, `headroom_core::drive::wait_for_room`), showing
+/// why on one updating line (a terminal) or plain lines when the reason changes (not a
+/// terminal).
 fn wait_for_room(
     counters: &Counters,
     limits: &Limits,
@@ -228,69 +226,31 @@ fn wait_for_room(
     poll: Duration,
     interrupts: &Signals,
 ) -> anyhow::Result<Result<(), Waited>> {
-    let started = Instant::now();
-    let mut gate = StartGate::default();
     let tty = std::io::stderr().is_terminal();
     let mut shown: Option<String> = None;
-    let me = std::process::id();
-    let mut excluded: Vec<u32> = ancestors(counters, me).iter().map(|a| a.pid).collect();
-    excluded.push(me);
-    // Headroom's own processes (other guards waiting in the queue) are never "busy": their
-    // command lines hold the very patterns they wait on. The jobs they run are.
-    let own_name = counters.identity(me).map(|info| info.name).ok();
-    loop {
-        if let Some(signal) = interrupts.received() {
-            return Ok(Err(Waited::Interrupted(signal)));
-        }
-        let system = counters.read_system().context("reading memory counters")?;
-        let busy_now = if busy.is_empty() {
-            None
-        } else {
-            counters
-                .list_processes()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|p| !excluded.contains(&p.pid))
-                .filter(|p| own_name.as_deref() != Some(p.name.as_str()))
-                .map(|p| p.display_command().to_string())
-                .find(|c| busy.iter().any(|re| re.is_match(c)))
-        };
-        let obs = Observation {
-            t: started.elapsed(),
-            swap_used_bytes: system.swap_used_bytes,
-            free_percent: system.free_percent,
-            footprint_bytes: None,
-            compressed_bytes: system.compressed_bytes,
-        };
-        let decision = gate.decide(limits, &obs, busy_now.as_deref());
-        let reason = match decision {
-            StartDecision::Go => {
-                if tty && shown.is_some() {
-                    eprint!("\r\x1b[2K");
-                }
-                return Ok(Ok(()));
-            }
-            StartDecision::GiveUp(reason) => {
-                if tty && shown.is_some() {
-                    eprintln!();
-                }
-                return Ok(Err(Waited::GaveUp(reason)));
-            }
-            StartDecision::Wait(reason) => reason,
-        };
+    let mut show = |reason: &WaitReason| {
         let text = format!("waiting for room: {reason}");
         if tty {
             eprint!("\r\x1b[2Kheadroom: {text}");
             let _ = std::io::stderr().flush();
             shown = Some(text);
         } else {
-            let kind = std::mem::discriminant(&reason);
-            let key = format!("{kind:?}");
+            let key = format!("{:?}", std::mem::discriminant(reason));
             if shown.as_deref() != Some(key.as_str()) {
                 say(&text);
                 shown = Some(key);
             }
         }
-        std::thread::sleep(poll);
+    };
+    let matches = |command: &str| busy.iter().any(|re| re.is_match(command));
+    let busy: Option<&dyn Fn(&str) -> bool> = (!busy.is_empty()).then_some(&matches);
+    let waited = drive::wait_for_room(counters, limits, busy, poll, interrupts, &mut show)
+        .context("reading memory counters")?;
+    if tty && shown.is_some() {
+        match waited {
+            Ok(()) => eprint!("\r\x1b[2K"),
+            Err(_) => eprintln!(),
+        }
     }
+    Ok(waited)
 }

@@ -7,22 +7,23 @@ mod budget;
 mod control;
 pub mod exit;
 mod guard;
-mod job;
 mod mark;
+mod output;
 mod plot;
 mod record;
 mod report;
 mod serve;
+mod signals;
+mod sinks;
 mod status;
 mod trace_cmd;
+mod values;
 mod watch;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use headroom_core::marks::Control;
-use headroom_core::units;
 
 /// Does this job really fit in memory?
 ///
@@ -78,30 +79,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stop(args) => control::run(Control::Stop, &args),
         Command::Serve(args) => serve::run(&args),
         Command::Trace(cmd) => trace_cmd::run(&cmd),
-    }
-}
-
-/// clap value parser for sizes (`8G`, `512M`).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    units::parse_bytes(text).map_err(|e| e.to_string())
-}
-
-/// clap value parser for percentages 0–100.
-pub fn parse_percent(text: &str) -> Result<f64, String> {
-    units::parse_percent(text).map_err(|e| e.to_string())
-}
-
-/// clap value parser for durations (`0.5s`, `1m`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    units::parse_duration(text).map_err(|e| e.to_string())
-}
-
-/// clap value parser for positive durations (a sampling interval).
-pub fn parse_interval(text: &str) -> Result<Duration, String> {
-    match units::parse_duration(text) {
-        Ok(d) if d >= Duration::from_millis(10) => Ok(d),
-        Ok(_) => Err(format!("interval '{text}' is too short: at least 10ms")),
-        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -8,13 +8,15 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::defaults::{self as d, text};
 use headroom_core::drive::Interrupts;
 use headroom_core::jobfile::JobFile;
 use headroom_core::paths::Dirs;
 use headroom_core::settings::{parse_address, DEFAULT_METRICS_ADDRESS};
 use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
-use super::job::{say, Signals};
+use super::output::say;
+use super::signals::Signals;
 
 /// Flags of `headroom serve`.
 #[derive(Debug, Args)]
@@ -29,7 +31,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = DEFAULT_METRICS_ADDRESS, value_parser = parse_address, value_name = "IP:PORT")]
     listen: SocketAddr,
     /// Time between readings of the counters.
-    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = super::parse_interval, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::SERVE_INTERVAL), allow_hyphen_values = true, value_parser = super::values::parse_interval, value_name = "DURATION")]
     interval: Duration,
 }
 

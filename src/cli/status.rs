@@ -88,7 +88,7 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         .map(JobJson::of)
         .collect();
     if args.json {
-        super::job::print_json(&StatusJson {
+        super::output::print_json(&StatusJson {
             system: &system,
             jobs,
             processes,

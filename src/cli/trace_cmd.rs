@@ -13,7 +13,7 @@ use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};
 
 use super::budget::BudgetArgs;
 use super::exit;
-use super::job::print_json;
+use super::output::print_json;
 
 /// `headroom trace` subcommands.
 #[derive(Debug, Subcommand)]

@@ -12,7 +12,12 @@ use headroom_core::engine::{JobMode, JobSpec};
 
 use super::budget::JobArgs;
 use super::exit;
-use super::job::{identity_of, job_sinks, print_json, Signals};
+use headroom_core::counters::CounterSource;
+use headroom_core::process::ProcessIdentity;
+
+use super::output::print_json;
+use super::signals::Signals;
+use super::sinks::job_sinks;
 
 /// Flags of `headroom watch`.
 #[derive(Debug, Args)]
@@ -92,4 +97,19 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         }))?;
     }
     Ok(exit::status(code))
+}
+
+/// The identity of a process to watch, refusing thread ids and pids that are not running.
+pub fn identity_of(
+    counters: &headroom_core::counters::Counters,
+    pid: u32,
+) -> anyhow::Result<(ProcessIdentity, headroom_core::counters::ProcessInfo)> {
+    let info = counters.process_info(pid)?;
+    Ok((
+        ProcessIdentity {
+            pid,
+            start_time: info.start_time,
+        },
+        info,
+    ))
 }

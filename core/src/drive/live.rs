@@ -4,12 +4,12 @@
 //! (`super::drive`) asks it for the next input and never sleeps anywhere else.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::spawned::{Reaped, Spawned};
-use super::{Input, Interrupts, Source};
+use super::{Input, Interrupts, Reply, Source};
 use crate::counters::Counters;
 use crate::effects::JobSignal;
 use crate::enforce::{signal_each, Safety};
@@ -24,9 +24,6 @@ use crate::unix::signals::{self, Kernel, SIGCONT};
 /// Wake-ups queued for the driver at most (signals: one is enough; requests beyond are
 /// refused as busy).
 pub(super) const BACKLOG: usize = 64;
-
-/// The answer a request's sender waits for: `Ok` once the engine took it, or why not.
-pub(crate) type Reply = SyncSender<Result<(), String>>;
 
 /// What wakes the driver between ticks.
 pub(crate) enum Wake {

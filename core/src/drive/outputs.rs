@@ -29,6 +29,11 @@ pub trait Sink: Send {
     fn is_terminal(&self) -> bool {
         false
     }
+    /// False for a sink that needs no samples (the terminal's lines): its thread is not
+    /// woken for each one.
+    fn wants_samples(&self) -> bool {
+        true
+    }
     /// The job is watched.
     fn started(&mut self, _view: &JobView) -> io::Result<()> {
         Ok(())
@@ -41,7 +46,7 @@ pub trait Sink: Send {
     fn event(&mut self, _t: Duration, _event: &JobEvent, _view: &JobView) -> io::Result<()> {
         Ok(())
     }
-    /// Something the user must hear about (another output failed, the guard cannot stop a
+    /// Something the user must hear about (another output failed, the driver cannot stop a
     /// member…).
     fn problem(&mut self, _text: &str) {}
     /// The job is over: write what is left.
@@ -61,6 +66,7 @@ enum Update {
 struct Worker {
     name: String,
     terminal: bool,
+    samples: bool,
     queue: SyncSender<Update>,
     /// Disconnects when the worker's thread ends.
     done: Receiver<()>,
@@ -91,6 +97,7 @@ impl Outputs {
             let (alive, done) = mpsc::channel::<()>();
             let name = sink.name();
             let terminal = sink.is_terminal();
+            let samples = sink.wants_samples();
             let problems = Arc::clone(&problems);
             std::thread::Builder::new()
                 .name("headroom-output".into())
@@ -101,6 +108,7 @@ impl Outputs {
             workers.push(Worker {
                 name,
                 terminal,
+                samples,
                 queue,
                 done,
                 dropped: 0,
@@ -114,9 +122,12 @@ impl Outputs {
         self.send(|| Update::Started(Arc::clone(view)));
     }
 
-    /// One sample.
+    /// One sample (to the outputs that want samples).
     pub fn sample(&mut self, sample: &Arc<Sample>, view: &Arc<JobView>) {
-        self.send(|| Update::Sample(Arc::clone(sample), Arc::clone(view)));
+        self.send_to(
+            |w| w.samples,
+            || Update::Sample(Arc::clone(sample), Arc::clone(view)),
+        );
     }
 
     /// One event at `t`.
@@ -130,9 +141,13 @@ impl Outputs {
     }
 
     fn send(&mut self, update: impl Fn() -> Update) {
+        self.send_to(|_| true, update);
+    }
+
+    fn send_to(&mut self, to: impl Fn(&Worker) -> bool, update: impl Fn() -> Update) {
         self.relay_problems();
         let mut lagging = Vec::new();
-        for worker in &mut self.workers {
+        for worker in self.workers.iter_mut().filter(|w| to(w)) {
             match worker.queue.try_send(update()) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {

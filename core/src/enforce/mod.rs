@@ -22,8 +22,6 @@ use crate::members::MemberSet;
 use crate::process::{ancestors, ProcessIdentity};
 use crate::unix::signals::{self, SendSignal, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
 
-/// Default time between SIGTERM and SIGKILL.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(20);
 /// How long to wait for processes to vanish after SIGKILL.
 pub const KILL_WAIT: Duration = Duration::from_secs(2);

@@ -146,7 +146,7 @@ impl JobSpec {
             limits,
             poll,
             min_check: crate::policy::MIN_CHECK_INTERVAL,
-            grace: crate::enforce::DEFAULT_GRACE,
+            grace: crate::defaults::GRACE,
             owned: false,
         }
     }

@@ -101,40 +101,37 @@ pub const WARN_REARM_FRACTION: f64 = 0.6;
 
 impl Default for Limits {
     fn default() -> Self {
+        use crate::defaults as d;
         Limits {
-            wait_free_percent: 40.0,
-            swap_budget_bytes: 8 << 30,
+            wait_free_percent: d::WAIT_FREE_PERCENT,
+            swap_budget_bytes: d::SWAP_BUDGET_BYTES,
             swap_limit_bytes: None,
-            kill_free_percent: 10.0,
-            quiet_for: Duration::from_secs(60),
-            start_timeout: Duration::from_secs(30 * 60),
-            fits_tolerance_bytes: 64 << 20,
-            notify_step_bytes: 512 << 20,
-            notify_min_interval: Duration::from_secs(60),
-            tight_compressed_bytes: 2 << 30,
-            tight_free_percent: 20.0,
+            kill_free_percent: d::KILL_FREE_PERCENT,
+            quiet_for: d::QUIET_FOR,
+            start_timeout: d::START_TIMEOUT,
+            fits_tolerance_bytes: d::FITS_TOLERANCE_BYTES,
+            notify_step_bytes: d::NOTIFY_STEP_BYTES,
+            notify_min_interval: d::NOTIFY_MIN_INTERVAL,
+            tight_compressed_bytes: d::TIGHT_COMPRESSED_BYTES,
+            tight_free_percent: d::TIGHT_FREE_PERCENT,
             on_budget: OnBudget::Stop,
-            max_pauses: DEFAULT_MAX_PAUSES,
+            max_pauses: d::MAX_PAUSES,
             resume_free_percent: None,
-            resume_calm: DEFAULT_RESUME_CALM,
-            lookahead: Duration::from_millis(500),
+            resume_calm: d::RESUME_CALM,
+            lookahead: d::POLL,
         }
     }
 }
 
-/// Pauses a job may have by default (`--max-pauses`).
-pub const DEFAULT_MAX_PAUSES: u32 = 3;
-/// Swap must have stopped growing this long before a paused job resumes by itself.
-pub const DEFAULT_RESUME_CALM: Duration = Duration::from_secs(15);
 /// Swap growth under this, between readings, still counts as "not growing" while paused.
 pub const CALM_TOLERANCE_BYTES: u64 = 16 << 20;
 
 fn default_max_pauses() -> u32 {
-    DEFAULT_MAX_PAUSES
+    crate::defaults::MAX_PAUSES
 }
 
 fn default_resume_calm() -> Duration {
-    DEFAULT_RESUME_CALM
+    crate::defaults::RESUME_CALM
 }
 
 /// What a guard does when a job passes its budget or the free floor.

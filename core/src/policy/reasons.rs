@@ -110,7 +110,7 @@ pub enum EndReason {
     Vanished,
     /// The guard itself was interrupted and stopped it.
     Interrupted {
-        /// The signal the guard received.
+        /// The signal the driver (`headroom guard`) received.
         signal: i32,
     },
     /// The guard tried to stop it and could not: some members still ran at the last check

@@ -6,10 +6,11 @@ use std::time::Duration;
 use serde::de::{Deserializer, Error as _};
 use serde::{Deserialize, Serialize};
 
+use super::form::SettingsUpdate;
+use super::model::Settings;
 use super::values::{
     check_interval, check_percent, check_size, parse_address, parse_interval, parse_size,
 };
-use super::{Settings, SettingsUpdate};
 use crate::units::parse_percent;
 
 /// The text of `settings.toml` for `settings`, with a comment on the units.

@@ -3,10 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::errors::{FieldError, SettingsField};
+use super::model::{Settings, DEFAULT_METRICS_ADDRESS};
 use super::values::{
     check_percent, format_interval, format_size, parse_address, parse_interval, parse_size,
 };
-use super::{FieldError, Settings, SettingsField, DEFAULT_METRICS_ADDRESS};
 use crate::units::parse_percent;
 
 /// Settings as a form edits them: text as typed (`"0.5s"`, `"512M"`, `"8G"`, `"10"`).

@@ -1,6 +1,9 @@
 //! Tests for settings: defaults, file round trip, corrupt files, form validation.
 
 use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::policy::Limits;
 
 use super::values::parse_interval;
 use super::*;

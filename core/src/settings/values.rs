@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::{DEFAULT_METRICS_ADDRESS, MAX_SAMPLE_INTERVAL, MIN_SAMPLE_INTERVAL};
+use super::model::{DEFAULT_METRICS_ADDRESS, MAX_SAMPLE_INTERVAL, MIN_SAMPLE_INTERVAL};
 use crate::units::{parse_bytes, parse_duration};
 
 /// An `IP:PORT` address.
@@ -21,18 +21,7 @@ pub fn format_interval(d: Duration) -> String {
 
 /// A size as the file writes it, exactly: `512M`, `8G`, `1536M`, `1000` (bytes).
 pub fn format_size(bytes: u64) -> String {
-    [
-        ("T", 1u64 << 40),
-        ("G", 1 << 30),
-        ("M", 1 << 20),
-        ("K", 1 << 10),
-    ]
-    .into_iter()
-    .find(|(_, scale)| bytes > 0 && bytes.is_multiple_of(*scale))
-    .map_or_else(
-        || bytes.to_string(),
-        |(u, scale)| format!("{}{u}", bytes / scale),
-    )
+    crate::units::size_text(bytes)
 }
 
 pub(super) fn parse_interval(text: &str) -> Result<Duration, String> {

@@ -1,5 +1,5 @@
 //! Opening an output file that may be a FIFO (`--trace /tmp/pipe`) without blocking: `open`
-//! of a FIFO with no reader waits for one, deaf to the guard's signals. A FIFO is opened
+//! of a FIFO with no reader waits for one, deaf to the driver's signals. A FIFO is opened
 //! non-blocking first (no reader: an error that says so at once), then set back to
 //! blocking writes; anything else is created as usual.
 

@@ -29,6 +29,9 @@ pub struct UiConfig {
     tick_window_seconds: u64,
     /// Most rows `get_processes` sends.
     max_processes: usize,
+    /// Every default the page's forms show, by field name, as text (the forms' placeholders:
+    /// the page holds no default of its own).
+    defaults: std::collections::BTreeMap<&'static str, String>,
 }
 
 /// The windows, caps and defaults the page uses (its single source).
@@ -38,6 +41,7 @@ pub fn get_config() -> UiConfig {
         windows_seconds: CHART_WINDOWS_SECONDS.to_vec(),
         tick_window_seconds: TICK_WINDOW_SECONDS,
         max_processes: MAX_PROCESSES,
+        defaults: headroom_core::defaults::page().into_iter().collect(),
     }
 }
 

@@ -1,17 +1,13 @@
-//! What `guard` and `watch` add around the driver (`headroom_core::drive`): the guard's own
-//! signals, and the sinks that show a job in a terminal and write its trace (each runs on
-//! an output thread of the driver's). The engine decides and the driver drives; nothing
-//! here judges a job.
+//! The sinks that show a job in a terminal and write its trace, and the set of them a job
+//! gets ([`job_sinks`]: with the job file and the report). Each runs on an output thread of
+//! the driver's (`headroom_core::drive::Outputs`); nothing here judges a job.
 
-use headroom_core::counters::CounterSource;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use headroom_core::drive::{Interrupts, Sink};
+use headroom_core::counters::CounterSource;
+use headroom_core::drive::Sink;
 use headroom_core::engine::{words, JobView};
 use headroom_core::jobfile::Publisher;
 use headroom_core::paths::Dirs;
@@ -20,79 +16,10 @@ use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{due, round_t, EventRecord, Record, TraceWriter};
 use headroom_core::units::printable;
-use headroom_core::unix::{fifo, signals};
-use serde::Serialize;
+use headroom_core::unix::fifo;
 use serde_json::Map;
 
-/// Called on every signal (see `Interrupts::on_signal`).
-type Waker = Box<dyn Fn() + Send + Sync>;
-
-/// Signals the guard itself received (INT, TERM, HUP, QUIT), counted; SIGCHLD only wakes.
-#[derive(Clone, Default)]
-pub struct Signals {
-    count: Arc<AtomicUsize>,
-    last: Arc<AtomicI32>,
-    waker: Arc<Mutex<Option<Waker>>>,
-}
-
-impl std::fmt::Debug for Signals {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Signals")
-            .field("count", &self.count)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Signals {
-    /// Catches SIGINT, SIGTERM, SIGHUP and SIGQUIT, except those ignored when we started
-    /// (they stay ignored, as `nohup` intends).
-    pub fn install() -> anyhow::Result<Self> {
-        let me = Signals::default();
-        let wanted: Vec<i32> = [
-            signals::SIGINT,
-            signals::SIGTERM,
-            signals::SIGHUP,
-            signals::SIGQUIT,
-        ]
-        .into_iter()
-        .filter(|&s| !signals::is_ignored(s))
-        .collect();
-        let mut sigs = signal_hook::iterator::Signals::new(&wanted)
-            .and_then(|s| s.add_signal(signal_hook::consts::SIGCHLD).map(|()| s))
-            .context("installing signal handlers")?;
-        let (count, last) = (Arc::clone(&me.count), Arc::clone(&me.last));
-        let waker = Arc::clone(&me.waker);
-        std::thread::Builder::new()
-            .name("headroom-signals".into())
-            .spawn(move || {
-                for sig in sigs.forever() {
-                    if sig != signal_hook::consts::SIGCHLD {
-                        last.store(sig, Ordering::SeqCst);
-                        count.fetch_add(1, Ordering::SeqCst);
-                    }
-                    if let Some(wake) = waker.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                        wake();
-                    }
-                }
-            })
-            .context("starting the signal thread")?;
-        Ok(me)
-    }
-}
-
-impl Interrupts for Signals {
-    fn received(&self) -> Option<i32> {
-        (self.count.load(Ordering::SeqCst) > 0).then(|| self.last.load(Ordering::SeqCst))
-    }
-
-    fn second(&self) -> bool {
-        self.count.load(Ordering::SeqCst) >= 2
-    }
-
-    fn on_signal(&self, wake: Waker) {
-        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(wake);
-    }
-}
+use super::output::write_line;
 
 /// Lines on stderr: each event, the problems, the verdict. Command lines are printed with
 /// control characters escaped (a watched process's argv is someone else's text).
@@ -119,6 +46,10 @@ impl Sink for Printer {
         true
     }
 
+    fn wants_samples(&self) -> bool {
+        false
+    }
+
     fn event(&mut self, _t: Duration, event: &JobEvent, view: &JobView) -> std::io::Result<()> {
         write_line(&words::line(event, &self.command))?;
         if let JobEvent::Paused { .. } = event {
@@ -133,12 +64,6 @@ impl Sink for Printer {
     fn problem(&mut self, text: &str) {
         let _ = write_line(&format!("warning: {text}"));
     }
-}
-
-/// A line on stderr, prefixed; the error when stderr cannot take it (a closed pipe).
-fn write_line(line: &str) -> std::io::Result<()> {
-    let mut err = std::io::stderr().lock();
-    writeln!(err, "headroom: {line}")
 }
 
 /// The job's JSONL trace: samples at the user's poll interval (checks may come faster),
@@ -262,38 +187,4 @@ pub fn job_sinks(
         sinks.push(Box::new(report));
     }
     sinks
-}
-
-/// The identity of a process to watch, refusing thread ids and pids that are not running.
-pub fn identity_of(
-    counters: &headroom_core::counters::Counters,
-    pid: u32,
-) -> anyhow::Result<(ProcessIdentity, headroom_core::counters::ProcessInfo)> {
-    let info = counters.process_info(pid)?;
-    Ok((
-        ProcessIdentity {
-            pid,
-            start_time: info.start_time,
-        },
-        info,
-    ))
-}
-
-/// A line on stderr, prefixed (a closed stderr loses it, nothing else).
-pub fn say(line: &str) {
-    let _ = write_line(line);
-}
-
-/// `--json` output. A reader that closed the pipe early (`| head -1`) is not an error: the
-/// command still exits with the job's own code.
-pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    let written = serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| writeln!(out))
-        .and_then(|()| out.flush());
-    match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
 }

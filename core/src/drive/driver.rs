@@ -1,0 +1,276 @@
+//! The loop and the live driver: [`drive`] takes one input at a time from a [`Source`] into
+//! the engine and carries out its actions; [`run`] sets a live job up (the command, its
+//! socket, its outputs), drives it, and stops it if the loop panics.
+
+use std::io;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use super::effects::LiveEffects;
+use super::live::{LiveSource, Wake, BACKLOG};
+use super::outputs::{Outputs, Sink};
+use super::spawned::launch_job;
+use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
+use crate::counters::{CounterSource, Counters};
+use crate::effects::JobSignal;
+use crate::enforce::{signal_each, stop_members, Safety};
+use crate::engine::{carry_out, Action, Engine, JobSpec, JobStatus, Moment};
+use crate::marks::{not_here, Answer, MarkServer, Request};
+use crate::members::MemberSet;
+use crate::paths::Dirs;
+use crate::policy::Verdict;
+use crate::process::ProcessIdentity;
+use crate::sampler::{InlineSampler, Sample};
+use crate::unix::signals::Kernel;
+
+/// The one loop: inputs from `source` to the engine's job `job`, actions through
+/// `effects`, until the job has a verdict.
+pub fn drive(
+    engine: &mut Engine,
+    job: u64,
+    poll: Duration,
+    source: &mut dyn Source,
+    effects: &mut dyn DriverEffects,
+) -> Verdict {
+    loop {
+        let due = engine.check_interval().unwrap_or(poll);
+        let input = source.next(due);
+        let now = source.now();
+        let (actions, sample) = take(engine, job, input, now);
+        // The outputs see the job as the actions left it (a pause's event finds it paused).
+        if let Some(view) = engine.view(job) {
+            effects.view(&view);
+        }
+        carry_out(engine, effects, actions, now);
+        // The sample goes to the outputs after the signals it led to.
+        if let (Some(sample), Some(view)) = (sample, engine.view(job)) {
+            effects.sample(sample, &view);
+        } else if let Some(view) = engine.view(job) {
+            effects.view(&view);
+        }
+        if let Some(verdict) = engine.verdict(job) {
+            return verdict.clone();
+        }
+    }
+}
+
+/// One input into the engine; the actions it leads to, and the sample when it was one.
+fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action>, Option<Sample>) {
+    let actions = match input {
+        Input::Sample(sample) => {
+            let actions = engine.on_sample(&sample);
+            return (actions, Some(sample));
+        }
+        Input::Request {
+            control,
+            pid,
+            reply,
+        } => {
+            if engine.job_with_root(pid) != Some(job) {
+                let _ = reply.try_send(Err(not_here(pid)));
+                return (Vec::new(), None);
+            }
+            let answer = engine.request(job, control, now);
+            let _ = reply.try_send(answer.as_ref().map(|_| ()).map_err(ToString::to_string));
+            answer.unwrap_or_default()
+        }
+        Input::Mark { peer, stage, reply } => {
+            if engine.job_of(peer) != Some(job) {
+                let _ = reply.try_send(Err(format!("pid {peer} is not a process of this job")));
+                return (Vec::new(), None);
+            }
+            let actions = engine.mark(job, &stage, now.clock);
+            let answer = if actions.is_empty() {
+                Err(format!(
+                    "the job has {} stages already: no more are recorded",
+                    crate::stages::MAX_STAGES
+                ))
+            } else {
+                Ok(())
+            };
+            let _ = reply.try_send(answer);
+            actions
+        }
+        Input::LeaderExit(exit) => {
+            engine.set_exit(job, exit);
+            Vec::new()
+        }
+        Input::Interrupt { signal, second } => engine.interrupt(job, signal, second, now),
+        Input::Ended(ended) => engine.end(job, ended, now),
+    };
+    (actions, None)
+}
+
+/// Runs a job on `launch` under `spec` until it ends, is stopped, or the driver is
+/// interrupted (a command it started is then stopped first; a watched process is left
+/// alone). `sinks` see every sample and event, each on a thread of its own.
+///
+/// Long because: the set-up is one sequence whose order is the guarantee (what can fail
+/// before the spawn, the socket and the outputs before the loop, the stop on a panic).
+pub fn run(
+    counters: &Counters,
+    safety: &Safety,
+    launch: Launch,
+    spec: JobSpec,
+    sinks: Vec<Box<dyn Sink>>,
+    interrupts: &dyn Interrupts,
+) -> Result<Outcome, DriveError> {
+    let sampler = InlineSampler::new(counters.clone(), spec.poll);
+    let (requests, wakes, pending) = wake_on_signals(interrupts);
+    let swap_start = counters
+        .read_system()
+        .map_err(DriveError::FirstRead)?
+        .swap_used_bytes;
+    let mut outputs = Outputs::start(sinks).map_err(DriveError::Outputs)?;
+    // The job's socket is optional: without it the job is guarded all the same.
+    let mut marks = MarkServer::bind(&Dirs::current().run_dir())
+        .map_err(|e| {
+            outputs.problem(&format!(
+                "stage marks, pause, resume and stop from another terminal are off: {e}"
+            ))
+        })
+        .ok();
+    let (members, spawned) = launch_job(counters, launch, marks.as_ref().map(MarkServer::path))?;
+    let set = MemberSet::new(members);
+    let mut engine = Engine::default();
+    let (command, poll, owned) = (spec.command.clone(), spec.poll, spec.owned);
+    let now = Moment {
+        at: std::time::SystemTime::now(),
+        clock: sampler.clock(),
+    };
+    let job = engine.add(set.clone(), spec, swap_start, now);
+    let mut sampler = sampler;
+    sampler.track(&set);
+    let leader = spawned.as_ref().map(|s| s.leader);
+    let terminal = spawned.as_ref().and_then(|s| s.terminal.clone());
+    // (The job was just added: its view exists.)
+    let view = Arc::new(engine.view(job).unwrap_or_default());
+    outputs.started(&view);
+    if let Some(server) = marks.as_mut() {
+        if let Err(e) = serve_requests(server, set.root().pid, requests) {
+            outputs.problem(&format!("stage marks are off: {e}"));
+        }
+    }
+    let mut source = LiveSource {
+        counters,
+        safety,
+        sampler,
+        wakes,
+        spawned,
+        interrupts,
+        members: set.clone(),
+        told: 0,
+        check_now: false,
+        signal_pending: pending,
+        pending: None,
+    };
+    let mut effects = LiveEffects::new(
+        counters,
+        safety,
+        outputs,
+        source.sampler.origin(),
+        terminal,
+        leader,
+        view,
+    );
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        drive(&mut engine, job, poll, &mut source, &mut effects)
+    }));
+    let verdict = ran.unwrap_or_else(|panic| {
+        unwound(counters, safety, &set, owned, engine.status(job));
+        resume_unwind(panic)
+    });
+    source.refuse_pending("the job has ended");
+    if let Some(spawned) = source.spawned.as_mut() {
+        spawned.finish();
+    }
+    drop(marks);
+    let stop = engine.stop_report(job).cloned();
+    let unfinished = effects.finish(engine.view(job), &|| interrupts.second());
+    Ok(Outcome {
+        command,
+        pid: set.root().pid,
+        verdict,
+        stop,
+        unfinished_outputs: unfinished,
+    })
+}
+
+/// The driver's wake-ups: requests and signals come through one queue, with one pending
+/// signal wake-up at most (a storm of SIGCHLD, a thousand members ending, must not fill the
+/// queue that requests come through). Returns the requests' sender, the queue, and the
+/// flag of a pending signal.
+fn wake_on_signals(
+    interrupts: &dyn Interrupts,
+) -> (
+    mpsc::SyncSender<Wake>,
+    mpsc::Receiver<Wake>,
+    Arc<AtomicBool>,
+) {
+    let (wake, wakes) = mpsc::sync_channel::<Wake>(BACKLOG);
+    let requests = wake.clone();
+    let pending = Arc::new(AtomicBool::new(false));
+    let signal_pending = Arc::clone(&pending);
+    interrupts.on_signal(Box::new(move || {
+        if !signal_pending.swap(true, Ordering::SeqCst) {
+            let _ = wake.try_send(Wake::Signal);
+        }
+    }));
+    (requests, wakes, pending)
+}
+
+/// The loop panicked: a bug in Headroom must not leave the job running unguarded, nor a
+/// watched process stopped. A command it started is stopped; a paused watched process is
+/// continued.
+fn unwound(
+    counters: &Counters,
+    safety: &Safety,
+    members: &MemberSet,
+    owned: bool,
+    status: Option<JobStatus>,
+) {
+    if owned {
+        tracing::error!("the driver panicked: stopping its job");
+        stop_members(counters, &Kernel, safety, members, Duration::from_secs(1));
+    } else if status == Some(JobStatus::Paused) {
+        let ids: Vec<ProcessIdentity> = members.discover(counters).iter().map(|m| m.id).collect();
+        signal_each(counters, &Kernel, safety, &ids, JobSignal::Resume);
+    }
+}
+
+/// How long a request's sender is kept waiting for the engine's answer; past it the answer
+/// is "queued": the request stays in line and will be carried out if it still makes sense.
+pub const REPLY_WAIT: Duration = Duration::from_secs(1);
+
+/// Serves the job's socket: marks from its members, pause/resume/stop from its owner, each
+/// handed to the loop, which answers with the engine's decision. A request for another
+/// job (its pid is not this job's leader) is answered at once.
+fn serve_requests(
+    server: &mut MarkServer,
+    root: u32,
+    wake: mpsc::SyncSender<Wake>,
+) -> io::Result<()> {
+    server.serve(move |peer, request| {
+        if let Request::Control { pid, .. } = request {
+            if pid != root {
+                return Answer::Refused(not_here(pid));
+            }
+        }
+        let (reply, answer) = mpsc::sync_channel(1);
+        let woke = wake.try_send(Wake::Request {
+            peer,
+            request,
+            reply,
+        });
+        if woke.is_err() {
+            return Answer::Refused("Headroom is busy with this job; try again".into());
+        }
+        match answer.recv_timeout(REPLY_WAIT) {
+            Ok(Ok(())) => Answer::Done,
+            Ok(Err(why)) => Answer::Refused(why),
+            Err(_) => Answer::Queued,
+        }
+    })
+}

@@ -1,0 +1,70 @@
+//! Waiting for room before a guarded job starts: the start gate's loop. Every `poll` it
+//! reads the counters (and, with busy patterns, the process list), asks the pure
+//! [`StartGate`] whether the job may start, and shows why it waits through `show`, until the
+//! gate says go or gives up, or the driver is interrupted. The queue of jobs that wait for
+//! one another builds on it.
+
+use std::time::{Duration, Instant};
+
+use super::Interrupts;
+use crate::counters::{CounterError, CounterSource};
+use crate::policy::{Limits, Observation, StartDecision, StartGate, WaitReason};
+use crate::process::ancestors;
+
+/// How waiting for room ended, if not with a start.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Waited {
+    /// The gate gave up (`--start-timeout`), for this reason.
+    GaveUp(WaitReason),
+    /// The driver received this signal while it waited.
+    Interrupted(i32),
+}
+
+/// Waits until `limits`' start gate lets the job start (`Ok(Ok(()))`). `busy` says whether a
+/// process's command line is one the job waits on (`--busy`); Headroom itself, its ancestors
+/// and other Headroom processes (guards waiting in line, whose command lines hold the very
+/// patterns) are never busy. `show` hears each reason it waits for, every poll.
+pub fn wait_for_room(
+    counters: &impl CounterSource,
+    limits: &Limits,
+    busy: Option<&dyn Fn(&str) -> bool>,
+    poll: Duration,
+    interrupts: &dyn Interrupts,
+    show: &mut dyn FnMut(&WaitReason),
+) -> Result<Result<(), Waited>, CounterError> {
+    let started = Instant::now();
+    let mut gate = StartGate::default();
+    let me = std::process::id();
+    let mut excluded: Vec<u32> = ancestors(counters, me).iter().map(|a| a.pid).collect();
+    excluded.push(me);
+    let own_name = counters.identity(me).map(|info| info.name).ok();
+    loop {
+        if let Some(signal) = interrupts.received() {
+            return Ok(Err(Waited::Interrupted(signal)));
+        }
+        let system = counters.read_system()?;
+        let busy_now = busy.and_then(|busy| {
+            counters
+                .list_processes()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|p| !excluded.contains(&p.pid))
+                .filter(|p| own_name.as_deref() != Some(p.name.as_str()))
+                .map(|p| p.display_command().to_string())
+                .find(|c| busy(c))
+        });
+        let obs = Observation {
+            t: started.elapsed(),
+            swap_used_bytes: system.swap_used_bytes,
+            free_percent: system.free_percent,
+            footprint_bytes: None,
+            compressed_bytes: system.compressed_bytes,
+        };
+        match gate.decide(limits, &obs, busy_now.as_deref()) {
+            StartDecision::Go => return Ok(Ok(())),
+            StartDecision::GiveUp(reason) => return Ok(Err(Waited::GaveUp(reason))),
+            StartDecision::Wait(reason) => show(&reason),
+        }
+        std::thread::sleep(poll);
+    }
+}

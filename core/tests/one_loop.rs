@@ -1,0 +1,208 @@
+//! One loop for live and replayed jobs: the samples of a recorded run fed to the driver's
+//! loop as a live source would feed them (members that a stop really ends) and to
+//! `trace replay` give the same stop, for the same reason, at the same time.
+
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
+#![cfg(unix)]
+
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use headroom_core::counters::{RunState, SystemCounters};
+use headroom_core::drive::{drive, replay, DriverEffects, Input, Source};
+use headroom_core::effects::{JobSignal, SignalReport};
+use headroom_core::engine::{Effects, Engine, JobMode, JobSpec, JobView, Moment};
+use headroom_core::members::{Member, MemberSet, Members};
+use headroom_core::policy::{EndReason, JobEvent, Limits, StopReason};
+use headroom_core::process::{ProcessIdentity, TreeMemory};
+use headroom_core::sampler::{Sample, TrackedSample};
+use headroom_core::trace::{read_trace, Trace};
+
+const LEADER: ProcessIdentity = ProcessIdentity {
+    pid: 4242,
+    start_time: 99,
+};
+
+/// The samples of a trace, as the live sampler would hand them out, with one real member
+/// that lives until a signal of the stop reaches it.
+struct Recorded {
+    trace: Trace,
+    next: usize,
+    alive: Rc<Cell<bool>>,
+    now: Duration,
+}
+
+impl Source for Recorded {
+    fn next(&mut self, _due: Duration) -> Input {
+        let Some(s) = self.trace.samples.get(self.next).cloned() else {
+            return Input::Ended(EndReason::Vanished);
+        };
+        self.next += 1;
+        self.now = Duration::from_secs_f64(s.t);
+        let alive = self.alive.get();
+        Input::Sample(Sample {
+            seq: self.next as u64,
+            at: UNIX_EPOCH + self.now,
+            since_start: self.now,
+            system: Some(SystemCounters {
+                total_bytes: 48 << 30,
+                free_percent: s.level,
+                pressure: None,
+                swap_used_bytes: s.swap_used,
+                swap_total_bytes: s.swap_total.unwrap_or(0),
+                compressed_bytes: s.compressed,
+                wired_bytes: None,
+                app_bytes: None,
+                swapped_in_bytes: 0,
+                swapped_out_bytes: 0,
+                paged_in_bytes: 0,
+                paged_out_bytes: 0,
+            }),
+            tracked: vec![TrackedSample {
+                identity: LEADER,
+                memory: alive.then_some(TreeMemory {
+                    pid: LEADER.pid,
+                    footprint_bytes: s.footprint,
+                    resident_bytes: s.footprint,
+                    swap_bytes: None,
+                    processes: 1,
+                }),
+                members: if alive {
+                    vec![Member {
+                        id: LEADER,
+                        state: RunState::Running,
+                    }]
+                } else {
+                    Vec::new()
+                },
+            }],
+            error: None,
+        })
+    }
+
+    fn now(&self) -> Moment {
+        Moment {
+            at: UNIX_EPOCH + self.now,
+            clock: self.now,
+        }
+    }
+}
+
+/// Signals that reach the member (SIGTERM ends it), and the first stop with its time.
+struct Live {
+    alive: Rc<Cell<bool>>,
+    now: Duration,
+    stopped: Option<(f64, StopReason)>,
+}
+
+impl Effects for Live {
+    fn signal(
+        &mut self,
+        _job: u64,
+        signal: JobSignal,
+        members: &[ProcessIdentity],
+    ) -> SignalReport {
+        if matches!(signal, JobSignal::Terminate | JobSignal::Kill) {
+            self.alive.set(false);
+        }
+        SignalReport {
+            reached: members.to_vec(),
+            ..SignalReport::default()
+        }
+    }
+
+    fn notify(&mut self, _job: u64, _command: &str, event: &JobEvent) {
+        if let (JobEvent::Stopped { reason }, None) = (event, &self.stopped) {
+            self.stopped = Some((self.now.as_secs_f64(), reason.clone()));
+        }
+    }
+}
+
+impl DriverEffects for Live {
+    fn sample(&mut self, sample: Sample, _view: &JobView) {
+        self.now = sample.since_start;
+    }
+}
+
+fn fixture(path: &str) -> Trace {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/macos-traces");
+    read_trace(&root.join(path)).unwrap()
+}
+
+fn spec(limits: Limits) -> JobSpec {
+    let poll = Duration::from_millis(500);
+    JobSpec {
+        min_check: poll,
+        ..JobSpec::new("job".into(), JobMode::Guard, limits, poll)
+    }
+}
+
+#[test]
+fn live_and_replay_stop_at_the_same_sample_for_the_same_reason() {
+    let cases = [
+        (
+            "qwen-image-2026-10-06/eager-1.trace.jsonl",
+            Limits::default(),
+        ),
+        (
+            "pixal3d-2026-10-05/eager-1.trace.jsonl",
+            Limits {
+                swap_budget_bytes: 1 << 30,
+                ..Limits::default()
+            },
+        ),
+        (
+            "qwen-image-2026-10-06/staged-1.trace.jsonl",
+            Limits::default(),
+        ),
+    ];
+    for (path, limits) in cases {
+        let trace = fixture(path);
+        let alive = Rc::new(Cell::new(true));
+        let mut source = Recorded {
+            trace: trace.clone(),
+            next: 0,
+            alive: Rc::clone(&alive),
+            now: Duration::ZERO,
+        };
+        let mut live = Live {
+            alive,
+            now: Duration::ZERO,
+            stopped: None,
+        };
+        let mut engine = Engine::default();
+        let members = MemberSet::new(Members::of_command(LEADER, None));
+        let first = trace.samples[0].swap_used;
+        let at = Moment {
+            at: SystemTime::UNIX_EPOCH,
+            clock: Duration::ZERO,
+        };
+        let job = engine.add(members, spec(limits.clone()), first, at);
+        let verdict = drive(
+            &mut engine,
+            job,
+            Duration::from_millis(500),
+            &mut source,
+            &mut live,
+        );
+        let replayed = replay(&trace, spec(limits)).unwrap();
+        let live_stop = live
+            .stopped
+            .as_ref()
+            .map(|(t, r)| (*t, std::mem::discriminant(r)));
+        let replay_stop = replayed
+            .stopped_at_seconds
+            .zip(replayed.reason.as_ref().map(std::mem::discriminant));
+        assert_eq!(
+            live_stop, replay_stop,
+            "{path}: live {:?}, replay {:?}",
+            live.stopped, replayed
+        );
+        // (The growth after the stop differs: a live check after it reads new numbers, a
+        // replay ends at the reading it stopped on.)
+        assert_eq!(verdict.fits, replayed.verdict.fits, "{path}");
+    }
+}
