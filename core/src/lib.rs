@@ -47,3 +47,5 @@ pub use error::CounterError;
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(all(test, unix))]
+mod mac_tests;

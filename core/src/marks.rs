@@ -258,10 +258,12 @@ fn read_line(mut stream: &UnixStream) -> io::Result<Option<Vec<u8>>> {
 /// Reads one line from `stream`, checks it and its sender, answers.
 fn answer(stream: UnixStream, accept: &impl Fn(u32, Request) -> Answer) -> io::Result<()> {
     stream.set_write_timeout(Some(LINE_DEADLINE))?;
-    let pid = peer_pid(&stream)?;
     let Some(mut line) = read_line(&stream)? else {
         return Ok(()); // nothing whole in time: closed without an answer
     };
+    // After the read: on macOS the peer pid is the last process that used the socket, so
+    // asked now it is the one that sent this line (`unix::peer`).
+    let pid = peer_pid(&stream)?;
     let too_long = line.len() > MAX_LINE_BYTES && !line[..MAX_LINE_BYTES].contains(&b'\n');
     if let Some(end) = line.iter().position(|&b| b == b'\n') {
         line.truncate(end);
@@ -387,7 +389,7 @@ fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
 mod tests {
     use super::*;
     use std::sync::mpsc;

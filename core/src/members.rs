@@ -5,7 +5,11 @@
 //! - A command Headroom started: its process group's leader and every descendant ever seen.
 //!   Where the OS allows it the starting process is a subreaper (`jobctl::become_subreaper`),
 //!   so orphans are re-parented to it and found as its descendants, however fast their
-//!   parent exits.
+//!   parent exits. Where it does not (macOS: no subreaper, orphans go to launchd), the
+//!   command's process group is listed at each look (`CounterSource::group_pids`), and
+//!   every few looks each process is asked which parent it was forked from
+//!   (`CounterSource::lineage`, a unique id re-parenting does not change): a `setsid`
+//!   worker whose parent exited is still found.
 //! - A process picked by pid: it and every descendant ever seen.
 //!
 //! The job runs while any member lives. [`MemberSet::refresh`] runs once a tick on the
@@ -37,9 +41,19 @@ pub struct Members {
     root: ProcessIdentity,
     /// A process whose children all belong to the job (the subreaper that started it).
     reaper: Option<u32>,
+    /// The command's own process group (a command Headroom started leads it).
+    group: Option<u32>,
     live: Vec<Member>,
     ever: HashSet<ProcessIdentity>,
+    /// Unique ids of the members seen (where the OS has them), for the lineage search.
+    unique_ids: HashSet<u64>,
+    /// Looks so far: the lineage search runs every [`LINEAGE_EVERY`].
+    looks: u64,
 }
+
+/// The lineage search (every pid asked who its parent was) runs once every this many looks:
+/// it costs one call per process.
+pub const LINEAGE_EVERY: u64 = 8;
 
 impl Members {
     /// The job of a command Headroom started: `leader` (its own group) and descendants. With
@@ -49,17 +63,23 @@ impl Members {
         Members {
             root: leader,
             reaper,
+            group: Some(leader.pid),
             live: vec![Member {
                 id: leader,
                 state: RunState::Running,
             }],
             ever: HashSet::from([leader]),
+            unique_ids: HashSet::new(),
+            looks: 0,
         }
     }
 
     /// The job of a picked process: it and its descendants.
     pub fn of_process(root: ProcessIdentity) -> Self {
-        Self::of_command(root, None)
+        Members {
+            group: None,
+            ..Self::of_command(root, None)
+        }
     }
 
     /// The process the job is named by (the leader, or the picked process).
@@ -78,7 +98,8 @@ impl Members {
     }
 
     /// Drops members that are gone, reads the state of the others and adds new
-    /// descendants; returns the live count.
+    /// descendants (and, where the OS needs it, the group's processes and those forked from a
+    /// member); returns the live count.
     pub fn discover(&mut self, counters: &impl CounterSource) -> usize {
         self.live
             .retain_mut(|member| match counters.process_state(member.id.pid) {
@@ -89,35 +110,85 @@ impl Members {
                 Ok(_) => false, // exited, or the pid names another process now
                 Err(e) => !e.is_gone(),
             });
+        let lineage = counters.tracks_lineage();
+        if lineage && self.looks == 0 {
+            let root = self.root.pid;
+            self.remember_lineage(counters, root);
+        }
         let mut queue: Vec<u32> = self.live.iter().map(|m| m.id.pid).collect();
         queue.extend(self.reaper);
         let mut visited: HashSet<u32> = queue.iter().copied().collect();
+        let mut found: Vec<u32> = Vec::new();
+        if let Some(group) = self.group {
+            found.extend(counters.group_pids(group).unwrap_or_default());
+        }
+        if lineage && self.looks.is_multiple_of(LINEAGE_EVERY) {
+            found.extend(self.forked_from_members(counters, &visited));
+        }
+        self.looks += 1;
+        for pid in found {
+            if visited.insert(pid) && self.add(counters, pid) {
+                queue.push(pid);
+            }
+        }
         while let Some(parent) = queue.pop() {
             for child in counters.child_pids(parent).unwrap_or_default() {
-                if !visited.insert(child) {
-                    continue;
+                if visited.insert(child) && self.add(counters, child) {
+                    queue.push(child);
                 }
-                let Ok(state) = counters.process_state(child) else {
-                    continue;
-                };
-                if state.run == RunState::Dead {
-                    continue;
-                }
-                let id = ProcessIdentity {
-                    pid: child,
-                    start_time: state.start_time,
-                };
-                if !self.live.iter().any(|m| m.id == id) {
-                    self.live.push(Member {
-                        id,
-                        state: state.run,
-                    });
-                    self.ever.insert(id);
-                }
-                queue.push(child);
             }
         }
         self.live.len()
+    }
+
+    /// Adds `pid` as a member if it lives; true when it does (then its children are looked
+    /// at too).
+    fn add(&mut self, counters: &impl CounterSource, pid: u32) -> bool {
+        let Ok(state) = counters.process_state(pid) else {
+            return false;
+        };
+        if state.run == RunState::Dead {
+            return false;
+        }
+        let id = ProcessIdentity {
+            pid,
+            start_time: state.start_time,
+        };
+        if !self.live.iter().any(|m| m.id == id) {
+            self.live.push(Member {
+                id,
+                state: state.run,
+            });
+            self.ever.insert(id);
+            if counters.tracks_lineage() {
+                self.remember_lineage(counters, pid);
+            }
+        }
+        true
+    }
+
+    fn remember_lineage(&mut self, counters: &impl CounterSource, pid: u32) {
+        if let Ok(Some((unique, _))) = counters.lineage(pid) {
+            self.unique_ids.insert(unique);
+        }
+    }
+
+    /// The processes not yet members that were forked from a member (by unique id).
+    fn forked_from_members(&self, counters: &impl CounterSource, known: &HashSet<u32>) -> Vec<u32> {
+        if self.unique_ids.is_empty() {
+            return Vec::new();
+        }
+        let all = counters.all_pids().unwrap_or_default();
+        all.into_iter()
+            .filter(|pid| !known.contains(pid))
+            .filter(|&pid| {
+                counters
+                    .lineage(pid)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(_, parent)| self.unique_ids.contains(&parent))
+            })
+            .collect()
     }
 
     /// [`Members::discover`], then the summed memory of the live members; `None` once no
@@ -212,7 +283,7 @@ impl MemberSet {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
 mod tests {
     use super::*;
     use std::process::Command;

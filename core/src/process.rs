@@ -75,7 +75,7 @@ impl TreeMemory {
 /// `pid` and all its descendants, `pid` first, found by walking children. Processes that end
 /// during the walk are left out; a loop in parent links cannot hang it. Tests use it to find
 /// the processes they spawned; a job's members are found by [`crate::members`].
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
 pub(crate) fn tree_pids(counters: &impl CounterSource, pid: u32) -> Vec<u32> {
     let mut seen = std::collections::HashSet::from([pid]);
     let mut out = vec![pid];

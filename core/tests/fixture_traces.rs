@@ -234,3 +234,60 @@ fn per_stage_swap_growth_matches_the_raw_samples() {
     }
     assert!(with_growth > 0, "some stage of the real traces grew swap");
 }
+
+/// The free floor's default (`--kill-free`, [`headroom_core::defaults::KILL_FREE_PERCENT`])
+/// checked against every recorded run: when did free memory (`kern.memorystatus_level`)
+/// first fall under it, and what had swap done by then. A floor must never stop a run that
+/// fits; in these runs it is a last resort, under the swap budget (the README's "What free %
+/// means on a Mac" has the table this prints). None of the traces has the kernel's pressure
+/// level, so no pressure floor can be checked against them.
+#[test]
+fn the_free_floor_never_fires_on_a_run_that_fits() {
+    use headroom_core::defaults::{FITS_TOLERANCE_BYTES, KILL_FREE_PERCENT};
+    let mut traces: Vec<PathBuf> = Vec::new();
+    let mut folders = vec![fixtures()];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.to_string_lossy().ends_with(".trace.jsonl") {
+                traces.push(path);
+            }
+        }
+    }
+    traces.sort();
+    assert!(traces.len() >= 5, "{traces:?}");
+    for path in traces {
+        let trace = read_trace(&path).unwrap();
+        assert!(trace.samples.iter().all(|s| s.pressure.is_none()));
+        let start = trace.samples[0].swap_used;
+        let growth = |s: &headroom_core::trace::SampleRecord| s.swap_used.saturating_sub(start);
+        let peak = trace.samples.iter().map(growth).max().unwrap();
+        let lowest = trace
+            .samples
+            .iter()
+            .map(|s| s.level)
+            .fold(f64::MAX, f64::min);
+        let crossed = trace.samples.iter().find(|s| s.level < KILL_FREE_PERCENT);
+        let name = path.strip_prefix(fixtures()).unwrap().display().to_string();
+        match crossed {
+            Some(s) => {
+                println!(
+                    "{name}: under {KILL_FREE_PERCENT}% at {:.1} s, swap +{:.2} GiB by then (peak +{:.2} GiB)",
+                    s.t,
+                    growth(s) as f64 / GIB,
+                    peak as f64 / GIB
+                );
+                assert!(
+                    growth(s) > FITS_TOLERANCE_BYTES,
+                    "{name}: the floor fired on a run that had not swapped"
+                );
+            }
+            None => println!(
+                "{name}: never under {KILL_FREE_PERCENT}% (lowest {lowest}%), swap peak +{:.2} GiB",
+                peak as f64 / GIB
+            ),
+        }
+    }
+}

@@ -99,8 +99,32 @@ fn rss_kib() -> Option<u64> {
         .ok()
 }
 
+/// Raises this process's open-files limit to at least `want` (up to the hard limit): 200
+/// clients and their 200 server ends exceed macOS's default soft limit of 256.
+fn raise_open_files_limit(want: libc::rlim_t) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid, writable rlimit.
+    let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    assert_eq!(read, 0, "getrlimit");
+    if limit.rlim_cur < want {
+        limit.rlim_cur = want.min(limit.rlim_max);
+        // SAFETY: `limit` is a valid rlimit, its soft limit at most the hard one.
+        let set = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) };
+        assert_eq!(set, 0, "setrlimit");
+    }
+    assert!(
+        limit.rlim_cur >= want,
+        "open-files hard limit {} < {want}",
+        limit.rlim_max
+    );
+}
+
 #[test]
 fn a_slow_client_an_oversized_request_and_a_crowd_do_not_starve_others() {
+    raise_open_files_limit(1024);
     let (running, _m) = server(|c| c.header_read_timeout = Duration::from_secs(1));
     let addr = running.local_addr();
     // A client that starts a request and never finishes its headers.

@@ -67,7 +67,7 @@ impl fmt::Display for Problem {
 
 /// Decides what to do for the app executable `exe` and the link path `link`.
 pub fn plan(exe: &Path, link: &Path) -> Result<Plan, Problem> {
-    if is_transient(exe) {
+    if crate::autostart::is_transient(exe) {
         return Err(Problem::NotInstalled {
             exe: exe.to_path_buf(),
         });
@@ -91,15 +91,6 @@ pub fn plan(exe: &Path, link: &Path) -> Result<Plan, Problem> {
             replaces: None,
         }),
     }
-}
-
-/// True when `exe` is not a lasting install: on a mounted volume (the disk image) or an
-/// App Translocation copy (a quarantined app opened where it was downloaded).
-fn is_transient(exe: &Path) -> bool {
-    exe.starts_with("/Volumes")
-        || exe
-            .components()
-            .any(|c| c.as_os_str() == "AppTranslocation")
 }
 
 /// Makes `link` a symlink to `tool` as the current user, replacing what is there. Fails

@@ -61,16 +61,13 @@ pub fn run() {
     // any guard.
     let builder = app_builder(tauri::Builder::default(), state)
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
-            tracing::info!("started again: showing the running instance's popover");
-            window::show(app);
+            window::on_reopen(app);
         }))
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_autostart::init(
             tauri_plugin_autostart::MacosLauncher::LaunchAgent,
             None,
         ));
-    #[cfg(target_os = "macos")]
-    let builder = builder.plugin(tauri_plugin_positioner::init());
     let app = builder
         .setup(|app| {
             #[cfg(target_os = "macos")]
@@ -103,6 +100,13 @@ pub fn run() {
             if code.is_none() {
                 api.prevent_exit();
             }
+        }
+        // Opened again (Finder, Spotlight, `open -a`) while running: macOS sends the running
+        // app a reopen event instead of starting a second copy. The icon may be hidden (the
+        // notch, a crowded menu bar), so this is how such a user opens the popover.
+        #[cfg(target_os = "macos")]
+        if let tauri::RunEvent::Reopen { .. } = &event {
+            window::on_reopen(handle);
         }
         if let tauri::RunEvent::Exit = event {
             if let Some(state) = handle.try_state::<AppState>() {

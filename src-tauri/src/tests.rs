@@ -793,6 +793,92 @@ fn the_popover_stays_on_the_screen_that_holds_the_pointer() {
 }
 
 #[test]
+fn the_popover_opens_under_the_tray_icon_and_never_under_the_menu_bar() {
+    use crate::window::{anchor, placement, Rect};
+    // Recorded-shape cases, physical pixels, y down from the top of the main screen:
+    // (work area, scale, tray icon rect, expected top-left of the popover).
+    let notch_area = Rect(0.0, 74.0, 3024.0, 1890.0); // 14" MacBook Pro: a 37 pt menu bar
+    let cases = [
+        // An icon left of the notch: under it, centred.
+        (
+            notch_area,
+            2.0,
+            Some(Rect(1180.0, 0.0, 60.0, 74.0)),
+            (830.0, 90.0),
+        ),
+        // The rightmost icon: pushed left to stay on the screen.
+        (
+            notch_area,
+            2.0,
+            Some(Rect(2940.0, 0.0, 60.0, 74.0)),
+            (2248.0, 90.0),
+        ),
+        // A second screen to the left of the main one (negative x), 1x, a 24 px menu bar.
+        (
+            Rect(-1920.0, 24.0, 1920.0, 1056.0),
+            1.0,
+            Some(Rect(-300.0, 0.0, 30.0, 24.0)),
+            (-475.0, 32.0),
+        ),
+        // Menu bar auto-hidden: the work area starts at 0 and the hidden item reports a rect
+        // above the screen; the popover stays inside.
+        (
+            Rect(0.0, 0.0, 2880.0, 1800.0),
+            2.0,
+            Some(Rect(2500.0, -48.0, 48.0, 48.0)),
+            (2104.0, 16.0),
+        ),
+        // No rect yet (shown before any tray event): under the menu bar at the right.
+        (notch_area, 2.0, None, (2248.0, 90.0)),
+    ];
+    for (area, scale, tray, expected) in cases {
+        let Rect(x, y, w, h) = placement(area, scale, anchor(tray, area));
+        assert_eq!((x, y), expected, "{area:?} {tray:?}");
+        let Rect(ax, ay, aw, ah) = area;
+        assert!(
+            x >= ax && y >= ay && x + w <= ax + aw && y + h <= ay + ah,
+            "inside {area:?}"
+        );
+        if let Some(Rect(_, ty, _, th)) = tray {
+            assert!(y >= ty + th, "below the icon, not over the menu bar");
+        }
+    }
+}
+
+#[test]
+fn launch_at_login_is_refused_for_an_app_on_the_disk_image() {
+    use std::path::Path;
+    let on_image = Path::new("/Volumes/Headroom/Headroom.app/Contents/MacOS/headroom-app");
+    let why = crate::autostart::refusal(on_image).unwrap();
+    assert!(
+        why.contains("/Volumes/Headroom") && why.contains("Applications"),
+        "{why}"
+    );
+    let translocated = Path::new(
+        "/private/var/folders/x/AppTranslocation/ABC/d/Headroom.app/Contents/MacOS/headroom-app",
+    );
+    assert!(crate::autostart::refusal(translocated).is_some());
+    let installed = Path::new("/Applications/Headroom.app/Contents/MacOS/headroom-app");
+    assert_eq!(crate::autostart::refusal(installed), None);
+}
+
+#[test]
+fn opening_the_app_again_shows_the_popover() {
+    let app = app();
+    let handle = app.window.app_handle().clone();
+    let state = handle.state::<AppState>();
+    assert!(!state.is_visible());
+    crate::window::on_reopen(&handle);
+    assert!(state.is_visible(), "reopen shows the popover");
+    crate::window::on_reopen(&handle);
+    assert!(
+        state.is_visible(),
+        "a second reopen does not toggle it away"
+    );
+    assert!(handle.get_webview_window(crate::window::MAIN).is_some());
+}
+
+#[test]
 fn a_finished_job_is_in_the_recent_verdicts_also_after_a_restart() {
     let home = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new("sleep")

@@ -14,9 +14,8 @@ use tauri::tray::{MouseButton, MouseButtonState, TrayIconBuilder, TrayIconEvent}
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{lock, AppState};
-use crate::window;
+use crate::window::{self, TRAY_ID};
 
-const TRAY_ID: &str = "main";
 const PAUSE_FOR: Duration = Duration::from_secs(3600);
 
 fn normal_icon() -> Image<'static> {
@@ -90,7 +89,12 @@ fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str, checks: &Checks<R>) {
         }
         "login" => {
             let on = checks.login.is_checked().unwrap_or(false);
-            crate::autostart::apply(app, on);
+            if let Err(why) = crate::autostart::apply(app, on) {
+                tracing::warn!(%why, "launch at login refused");
+                let _ = checks.login.set_checked(false);
+                crate::notify::show(app, "Launch at login is off", &why);
+                return;
+            }
             if let Some(state) = app.try_state::<AppState>() {
                 let mut settings = lock(&state.settings);
                 settings.launch_at_login = on;
@@ -122,8 +126,6 @@ pub fn build<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         .show_menu_on_left_click(false)
         .on_menu_event(move |app, event| on_menu(app, event.id().as_ref(), &checks))
         .on_tray_icon_event(|tray, event| {
-            #[cfg(target_os = "macos")]
-            tauri_plugin_positioner::on_tray_event(tray.app_handle(), &event);
             if let TrayIconEvent::Click {
                 button: MouseButton::Left,
                 button_state: MouseButtonState::Up,
@@ -145,12 +147,12 @@ pub fn update<R: Runtime>(app: &AppHandle<R>, title: &str, growing: Option<bool>
     };
     let _ = tray.set_title(Some(title));
     if let Some(growing) = growing {
-        let _ = tray.set_icon(Some(if growing {
+        // Icon and template flag in one call: two calls draw the icon twice (it flickers).
+        let icon = if growing {
             growing_icon()
         } else {
             normal_icon()
-        }));
-        #[cfg(target_os = "macos")]
-        let _ = tray.set_icon_as_template(!growing);
+        };
+        let _ = tray.set_icon_with_as_template(Some(icon), !growing);
     }
 }

@@ -14,6 +14,9 @@ use crate::state::AppState;
 /// The popover's window label.
 pub const MAIN: &str = "main";
 
+/// The tray icon's id (`tray.rs` builds it; the popover opens under it).
+pub const TRAY_ID: &str = "main";
+
 /// True when the popover should open at start: `--show` or `HEADROOM_SHOW_WINDOW=1` (for
 /// end-to-end tests and screenshots; WebDriver cannot drive a hidden window).
 pub fn show_requested() -> bool {
@@ -47,18 +50,12 @@ fn window<R: Runtime>(app: &AppHandle<R>) -> Option<tauri::WebviewWindow<R>> {
     }
 }
 
-/// Shows the popover (under the tray icon on macOS) and focuses it.
+/// Shows the popover (under the tray icon on macOS, by the pointer elsewhere) and focuses it.
 pub fn show<R: Runtime>(app: &AppHandle<R>) {
     let Some(w) = window(app) else {
         return;
     };
-    #[cfg(target_os = "macos")]
-    {
-        use tauri_plugin_positioner::{Position, WindowExt};
-        let _ = w.as_ref().window().move_window(Position::TrayBottomCenter);
-    }
-    #[cfg(not(target_os = "macos"))]
-    place_near_pointer(app, &w);
+    place(app, &w);
     if let Some(state) = app.try_state::<AppState>() {
         state.visible.store(true, Ordering::SeqCst);
     }
@@ -67,41 +64,66 @@ pub fn show<R: Runtime>(app: &AppHandle<R>) {
 }
 
 /// The popover's size in logical pixels (`tauri.conf.json`), and its distance from the edges
-/// of the screen and from the pointer.
-#[cfg_attr(target_os = "macos", allow(dead_code))]
+/// of the screen and from what it opens under.
 const SIZE: (f64, f64) = (380.0, 560.0);
-#[cfg_attr(target_os = "macos", allow(dead_code))]
 const MARGIN: f64 = 8.0;
 
-/// A rectangle in physical pixels: x, y, width, height.
-#[cfg_attr(target_os = "macos", allow(dead_code))]
+/// A rectangle in physical pixels: x, y, width, height (y down from the top of the main
+/// screen, as tao and tray-icon give them).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rect(pub f64, pub f64, pub f64, pub f64);
 
-/// Where the popover goes on a screen whose work area (without panels) is `area`, at
-/// `scale` physical pixels per logical one, for a pointer at `pointer`: just below the
-/// pointer and centred on it, moved (and, on a small screen, shrunk) so that all of it
-/// stays inside the work area. Returns the window's rectangle in physical pixels.
-#[cfg_attr(target_os = "macos", allow(dead_code))]
-pub fn placement(area: Rect, scale: f64, pointer: (f64, f64)) -> Rect {
+/// What the popover opens under: the bottom centre of the tray icon's rectangle (macOS:
+/// tray-icon reports the status item's top left and its size, so the bottom is y + height,
+/// not y), or, with no rectangle (shown before any tray event, `--show`, a second launch,
+/// Linux without a pointer), the top right of the work area: under the menu bar at the right.
+pub fn anchor(under: Option<Rect>, area: Rect) -> (f64, f64) {
+    match under {
+        Some(Rect(x, y, w, h)) => (x + w / 2.0, y + h),
+        None => (area.0 + area.2, area.1),
+    }
+}
+
+/// Where the popover goes on a screen whose work area (without the menu bar, the Dock or
+/// panels) is `area`, at `scale` physical pixels per logical one, opening under `at` (see
+/// [`anchor`]): just below it and centred on it, moved (and, on a small screen, shrunk) so
+/// that all of it stays inside the work area. Returns the window's rectangle in physical
+/// pixels.
+pub fn placement(area: Rect, scale: f64, at: (f64, f64)) -> Rect {
     let Rect(ax, ay, aw, ah) = area;
     let margin = MARGIN * scale;
     let w = (SIZE.0 * scale).min(aw - 2.0 * margin).max(1.0);
     let h = (SIZE.1 * scale).min(ah - 2.0 * margin).max(1.0);
     let clamp = |v: f64, lo: f64, hi: f64| v.max(lo).min(hi.max(lo));
-    let x = clamp(pointer.0 - w / 2.0, ax + margin, ax + aw - margin - w);
-    let y = clamp(pointer.1 + margin, ay + margin, ay + ah - margin - h);
+    let x = clamp(at.0 - w / 2.0, ax + margin, ax + aw - margin - w);
+    let y = clamp(at.1 + margin, ay + margin, ay + ah - margin - h);
     Rect(x.round(), y.round(), w.round(), h.round())
 }
 
-/// Puts the popover on the screen that holds the pointer, wholly inside its work area
-/// (Linux; macOS places it under the tray icon).
-#[cfg(not(target_os = "macos"))]
-fn place_near_pointer<R: Runtime>(app: &AppHandle<R>, w: &tauri::WebviewWindow<R>) {
-    let pointer = app.cursor_position().ok();
-    let monitor = pointer
-        .and_then(|p| app.monitor_from_point(p.x, p.y).ok().flatten())
-        .or_else(|| app.primary_monitor().ok().flatten());
+/// What the popover opens under: the tray icon's rectangle on macOS (`TrayIcon::rect`,
+/// `None` on Linux and before the icon is placed), else the pointer as a point.
+fn opens_under<R: Runtime>(app: &AppHandle<R>, w: &tauri::WebviewWindow<R>) -> Option<Rect> {
+    let tray = app
+        .tray_by_id(TRAY_ID)
+        .and_then(|tray| tray.rect().ok().flatten());
+    if let Some(rect) = tray {
+        // tray-icon gives physical pixels; the scale only converts a logical answer.
+        let scale = w.scale_factor().unwrap_or(1.0);
+        let position = rect.position.to_physical::<f64>(scale);
+        let size = rect.size.to_physical::<f64>(scale);
+        return Some(Rect(position.x, position.y, size.width, size.height));
+    }
+    let pointer = w.cursor_position().ok()?;
+    Some(Rect(pointer.x, pointer.y, 0.0, 0.0))
+}
+
+/// Puts the popover under what it opens under (see [`opens_under`]), on that screen (or the
+/// main one), wholly inside its work area.
+fn place<R: Runtime>(app: &AppHandle<R>, w: &tauri::WebviewWindow<R>) {
+    let under = opens_under(app, w);
+    let monitor = under
+        .and_then(|Rect(x, y, width, _)| w.monitor_from_point(x + width / 2.0, y).ok().flatten())
+        .or_else(|| w.primary_monitor().ok().flatten());
     let Some(monitor) = monitor else {
         let _ = w.center();
         return;
@@ -113,11 +135,17 @@ fn place_near_pointer<R: Runtime>(app: &AppHandle<R>, w: &tauri::WebviewWindow<R
         f64::from(area.size.width),
         f64::from(area.size.height),
     );
-    // Without a pointer (no input device), the top right of the work area, where a tray is.
-    let at = pointer.map_or((area.0 + area.2, area.1), |p| (p.x, p.y));
+    let at = anchor(under, area);
     let Rect(x, y, width, height) = placement(area, monitor.scale_factor(), at);
     let _ = w.set_size(tauri::PhysicalSize::new(width as u32, height as u32));
     let _ = w.set_position(tauri::PhysicalPosition::new(x as i32, y as i32));
+}
+
+/// The app was opened again while running (macOS `RunEvent::Reopen`, a second launch):
+/// the popover is shown, never toggled away.
+pub fn on_reopen<R: Runtime>(app: &AppHandle<R>) {
+    tracing::info!("opened again: showing the popover");
+    show(app);
 }
 
 /// Hides the popover: its webview is destroyed.

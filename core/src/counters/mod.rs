@@ -5,14 +5,17 @@
 //!
 //! - `linux/`: `/proc` (`mod.rs` reads files; `parse.rs` holds the pure parsers). Readers
 //!   take their root path, so tests run on fixture trees.
-//! - `macos/`: sysctl, `host_statistics64`, libproc (`mod.rs` the reader; `sys.rs` the C
-//!   layouts, their asserts and the raw calls).
+//! - `macos/`: sysctl, `host_statistics64`, libproc: the real kernel's calls under the
+//!   macOS reader, which is [`xnu::reader`] (compiled everywhere: in tests it runs on a fake
+//!   Mac with xnu's rules); [`xnu`] decodes the answers' bytes.
 //! - `unsupported.rs`: every read is [`CounterError::Unsupported`], so other targets compile
 //!   (`scripts/check-macos` type-checks FreeBSD for it).
 //!
 //! Nothing outside this folder asks the OS for memory numbers; signals and job control are in
 //! [`crate::unix`]. Units are in the names: `_bytes`, `_percent`. Cumulative counters
-//! (`swapped_in_bytes` …) count since boot; diff two samples to get a rate.
+//! (`swapped_in_bytes` …) count since boot and are exported as counters only: no rate is
+//! derived from them here (on macOS a repeat may be `host_statistics64`'s cache, see
+//! [`xnu::HOST_STATISTICS_EVERY`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +30,8 @@ pub use linux::Counters;
 mod macos;
 #[cfg(target_os = "macos")]
 pub use macos::Counters;
+
+pub mod xnu;
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod unsupported;
@@ -92,6 +97,31 @@ pub trait CounterSource {
 
     /// Direct children of a process.
     fn child_pids(&self, pid: u32) -> Result<Vec<u32>>;
+
+    /// Every process of group `pgid`, zombies included, where the OS lists a group at once
+    /// (macOS `proc_listpgrppids`; a live group's id is never reused, `kern_fork.c`). Without
+    /// a subreaper that is how a command's orphaned workers stay found. Empty where the OS
+    /// has no such listing or needs none (Linux: the driver is a subreaper).
+    fn group_pids(&self, _pgid: u32) -> Result<Vec<u32>> {
+        Ok(Vec::new())
+    }
+
+    /// True where [`CounterSource::lineage`] answers: members are then also found by the
+    /// unique id of the parent they were forked from (macOS), however re-parented.
+    fn tracks_lineage(&self) -> bool {
+        false
+    }
+
+    /// `(unique id, the unique id of the parent it was forked from)` of `pid` (macOS
+    /// `PROC_PIDUNIQIDENTIFIERINFO`: `p_puniqueid` does not change when it is re-parented).
+    fn lineage(&self, _pid: u32) -> Result<Option<(u64, u64)>> {
+        Ok(None)
+    }
+
+    /// Every pid, for the lineage search (cheap: one call on macOS).
+    fn all_pids(&self) -> Result<Vec<u32>> {
+        Ok(self.scan_footprints()?.into_iter().map(|r| r.pid).collect())
+    }
 }
 
 /// System-wide memory pressure, as the OS reports it.

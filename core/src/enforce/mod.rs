@@ -262,5 +262,5 @@ pub fn stop_now(
     report
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
 mod tests;

@@ -120,7 +120,7 @@ impl ErrorOnce {
 /// Reads one sample: system counters and every tracked job's members (each re-checked by
 /// pid and start time).
 pub fn read_sample(
-    counters: &Counters,
+    counters: &impl CounterSource,
     tracked: &[MemberSet],
     errors: &mut ErrorOnce,
     seq: u64,

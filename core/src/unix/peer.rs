@@ -1,12 +1,19 @@
 //! Who is on the other end of a Unix socket: the kernel's word for the peer's pid (Linux
 //! `SO_PEERCRED`, macOS `LOCAL_PEERPID`), so a stage mark is taken only from a process of the
 //! job it marks, by construction rather than by trusting what the client says.
+//!
+//! The two differ: Linux gives the pid that called `connect` (fixed at connect); macOS gives
+//! the last process that used the peer's socket (`so_last_pid`, `bsd/kern/uipc_usrreq.c`),
+//! so a socket passed to another process, or shared after `fork`, names whoever sent last.
+//! Either way it is a process that holds the connection, and the marks server asks right
+//! after reading the request, so the pid is the sender's.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-/// The pid of the process that connected `stream` (as of its `connect`).
+/// The pid of the peer of `stream`: Linux, the process that connected it; macOS, the last
+/// process that used the peer's socket (see the module docs).
 pub fn peer_pid(stream: &UnixStream) -> io::Result<u32> {
     let pid = raw_peer_pid(stream.as_raw_fd())?;
     u32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
@@ -24,7 +31,7 @@ fn raw_peer_pid(fd: RawFd) -> io::Result<libc::pid_t> {
     Ok(cred.pid)
 }
 
-/// macOS: `LOCAL_PEERPID`.
+/// macOS: `LOCAL_PEERPID`, the last process that used the peer's socket.
 #[cfg(target_os = "macos")]
 fn raw_peer_pid(fd: RawFd) -> io::Result<libc::pid_t> {
     let mut pid: libc::pid_t = 0;
@@ -56,7 +63,7 @@ fn raw_peer_pid(_fd: RawFd) -> io::Result<libc::pid_t> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
 mod tests {
     use super::*;
 

@@ -100,6 +100,12 @@ pub fn set_settings(
         let field = SettingsField::MetricsAddress;
         CommandError::field(field.key(), field.label(), e)
     })?;
+    if new.launch_at_login && !lock(&state.settings).launch_at_login {
+        crate::autostart::apply(&app, true).map_err(|e| {
+            let field = SettingsField::LaunchAtLogin;
+            CommandError::field(field.key(), field.label(), e)
+        })?;
+    }
     new.save(&state.dirs.settings_path())
         .map_err(|e| format!("saving settings: {e}"))?;
     let (interval, launch_at_login) = (new.sample_interval, new.launch_at_login);
@@ -109,6 +115,8 @@ pub fn set_settings(
     // settings are in place first: `retune` reads the interval from them.
     lock(&state.monitor).jobs.set_poll(interval);
     crate::ticker::retune(&state);
-    crate::autostart::apply(&app, launch_at_login);
+    if !launch_at_login {
+        crate::autostart::apply(&app, false)?;
+    }
     Ok(out)
 }

@@ -1,0 +1,562 @@
+//! A Mac in a box, for tests: a process table with macOS's rules behind [`Xnu`] (and
+//! [`SendSignal`]), so the macOS reader ([`super::reader::XnuReader`]) and everything above it
+//! (members, the stop, the pause, the boot id) run on Linux as they would on a Mac.
+//!
+//! The rules, each from xnu (cited in `core/src/counters/xnu.rs` and the README's "What was
+//! verified where"):
+//! - no subreaper: a process whose parent exits is re-parented to launchd (pid 1), which
+//!   reaps its zombies at once; a live process group's id is never reused;
+//! - `PROC_PIDTBSDINFO`, `PROC_PIDT_SHORTBSDINFO` and `PROC_PIDUNIQIDENTIFIERINFO` find a
+//!   zombie only with `arg != 0`; pid listings include zombies;
+//! - across effective uids (the reader not root) `PROC_PIDTBSDINFO` and `proc_pid_rusage` are
+//!   EPERM, `KERN_PROCARGS2` is refused, `SHORTBSDINFO` and the unique ids are answered; a
+//!   signal to another uid's process is EPERM;
+//! - pids are handed out in sequence, wrapping at [`PID_MAX`], skipping live ones (and zombies);
+//! - a stopped process keeps SIGTERM pending until it is continued;
+//! - `host_statistics64` shares one cache among all third-party callers: in a window of 1 s
+//!   after a real call, the first [`HOST_STATS_REAL_PER_WINDOW`] calls are real, the rest get
+//!   the cached answer (xnu's `rate_limit_host_statistics`, with the smallest random budget);
+//! - `kern.boottime` moves when the clock is set; `kern.bootsessionuuid` does not.
+
+#![allow(clippy::unwrap_used)] // test support: a panic is a failed test
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::reader::{flavor, rusage, PidList, Xnu};
+use super::{bsdinfo, shortinfo, uniqinfo, vm, xsw, OncePerInterval, VmAnswer};
+use crate::counters::Result;
+use crate::error::CounterError;
+use crate::unix::signals::{SendSignal, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
+
+/// xnu's `PID_MAX`.
+pub const PID_MAX: u32 = 99_999;
+/// Real `host_statistics64` answers per window among all callers (xnu: a random 2 to 10).
+pub const HOST_STATS_REAL_PER_WINDOW: u32 = 2;
+const HOST_STATS_WINDOW: Duration = Duration::from_secs(1);
+
+/// A process's state in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// Running or asleep.
+    Running,
+    /// Stopped by SIGSTOP.
+    Stopped,
+    /// Exited, not reaped.
+    Zombie,
+}
+
+/// One process of the fake table.
+#[derive(Debug, Clone)]
+pub struct Proc {
+    /// Parent pid.
+    pub ppid: u32,
+    /// Process group.
+    pub pgid: u32,
+    /// Effective (and real) uid.
+    pub uid: u32,
+    /// Start time, microseconds since the epoch.
+    pub start_micros: u64,
+    /// `p_uniqueid`.
+    pub unique: u64,
+    /// `p_puniqueid`: the parent it was forked from.
+    pub parent_unique: u64,
+    /// State.
+    pub run: Run,
+    /// Its name.
+    pub name: String,
+    /// Ignores SIGTERM.
+    pub ignores_term: bool,
+    /// SIGTERM arrived while stopped.
+    pub term_pending: bool,
+    /// Footprint, bytes.
+    pub footprint_bytes: u64,
+}
+
+/// The system-wide numbers the fake answers.
+#[derive(Debug, Clone)]
+pub struct Vm {
+    /// `swapins` (pages, cumulative).
+    pub swapins: u64,
+    /// `compressor_page_count`.
+    pub compressor_pages: u32,
+    /// `vm.compressor_bytes_used`.
+    pub compressor_bytes: u64,
+    /// `vm.swapusage` used, bytes.
+    pub swap_used_bytes: u64,
+    /// `kern.memorystatus_level`.
+    pub level_percent: u32,
+}
+
+#[derive(Debug)]
+struct Host {
+    window_start: Option<Instant>,
+    calls_in_window: u32,
+    cached: Option<Vec<u8>>,
+    real_calls: u32,
+    cached_calls: u32,
+}
+
+#[derive(Debug)]
+struct Table {
+    procs: BTreeMap<u32, Proc>,
+    last_pid: u32,
+    next_unique: u64,
+    wall_micros: u64,
+    now: Instant,
+    viewer_uid: u32,
+    boot_micros: u64,
+    boot_uuid: String,
+    vm: Vm,
+    host: Host,
+}
+
+/// The fake Mac. pid 1 is launchd (root); the test's own processes are added with
+/// [`FakeMac::spawn`].
+#[derive(Debug)]
+pub struct FakeMac {
+    table: Mutex<Table>,
+    cache: Mutex<OncePerInterval<VmAnswer>>,
+}
+
+/// Page size of an Apple Silicon Mac.
+pub const PAGE_BYTES: u64 = 16_384;
+
+impl FakeMac {
+    /// A Mac booted a while ago, the reader running as `viewer_uid`.
+    pub fn new(viewer_uid: u32) -> Self {
+        let launchd = Proc {
+            ppid: 0,
+            pgid: 1,
+            uid: 0,
+            start_micros: 1_700_000_000_000_000,
+            unique: 1,
+            parent_unique: 0,
+            run: Run::Running,
+            name: "launchd".into(),
+            ignores_term: true,
+            term_pending: false,
+            footprint_bytes: 20 << 20,
+        };
+        FakeMac {
+            table: Mutex::new(Table {
+                procs: BTreeMap::from([(1, launchd)]),
+                last_pid: 400,
+                next_unique: 1000,
+                wall_micros: 1_700_000_100_000_000,
+                now: Instant::now(),
+                viewer_uid,
+                boot_micros: 1_700_000_000_000_000,
+                boot_uuid: "6A1B2C3D-4E5F-4071-8293-A4B5C6D7E8F9".into(),
+                vm: Vm {
+                    swapins: 0,
+                    compressor_pages: 1000,
+                    compressor_bytes: 1000 * PAGE_BYTES,
+                    swap_used_bytes: 0,
+                    level_percent: 60,
+                },
+                host: Host {
+                    window_start: None,
+                    calls_in_window: 0,
+                    cached: None,
+                    real_calls: 0,
+                    cached_calls: 0,
+                },
+            }),
+            cache: Mutex::new(OncePerInterval::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `fork()` of `parent` (same group, its uid), named `name`; the new pid.
+    pub fn spawn(&self, parent: u32, name: &str) -> u32 {
+        let mut t = self.lock();
+        let pid = t.free_pid();
+        let p = t.procs[&parent].clone();
+        t.next_unique += 1;
+        t.wall_micros += 1_000;
+        let child = Proc {
+            ppid: parent,
+            pgid: p.pgid,
+            uid: p.uid,
+            start_micros: t.wall_micros,
+            unique: t.next_unique,
+            parent_unique: p.unique,
+            run: Run::Running,
+            name: name.into(),
+            ignores_term: false,
+            term_pending: false,
+            footprint_bytes: 1 << 20,
+        };
+        t.procs.insert(pid, child);
+        pid
+    }
+
+    /// A process the test harness stands for (the guard): a child of launchd owned by `uid`.
+    pub fn spawn_user(&self, uid: u32, name: &str) -> u32 {
+        let pid = self.spawn(1, name);
+        self.with(pid, |p| p.uid = uid);
+        pid
+    }
+
+    /// Changes one process.
+    pub fn with(&self, pid: u32, change: impl FnOnce(&mut Proc)) {
+        change(self.lock().procs.get_mut(&pid).unwrap());
+    }
+
+    /// `setpgid(pid, pid)`: leads a group of its own.
+    pub fn own_group(&self, pid: u32) {
+        self.with(pid, |p| p.pgid = pid);
+    }
+
+    /// Exits `pid`: a zombie until its parent reaps it (launchd reaps at once); its children
+    /// go to launchd.
+    pub fn exit(&self, pid: u32) {
+        self.lock().exit(pid);
+    }
+
+    /// The parent reaps zombie `pid`.
+    pub fn reap(&self, pid: u32) {
+        let mut t = self.lock();
+        if t.procs.get(&pid).is_some_and(|p| p.run == Run::Zombie) {
+            t.procs.remove(&pid);
+        }
+    }
+
+    /// The process `pid`, if the table has it (zombies too).
+    pub fn get(&self, pid: u32) -> Option<Proc> {
+        self.lock().procs.get(&pid).cloned()
+    }
+
+    /// Makes the next `spawn` get `pid` (if free): pid reuse on demand.
+    pub fn next_pid_is(&self, pid: u32) {
+        self.lock().last_pid = pid - 1;
+    }
+
+    /// Time passes.
+    pub fn advance(&self, by: Duration) {
+        let mut t = self.lock();
+        t.now += by;
+        t.wall_micros += u64::try_from(by.as_micros()).unwrap();
+    }
+
+    /// The clock is set: wall time and `kern.boottime` move by `micros`, the boot does not.
+    pub fn set_clock(&self, micros: i64) {
+        let mut t = self.lock();
+        t.wall_micros = t.wall_micros.saturating_add_signed(micros);
+        t.boot_micros = t.boot_micros.saturating_add_signed(micros);
+    }
+
+    /// Changes the system-wide numbers.
+    pub fn vm(&self, change: impl FnOnce(&mut Vm)) {
+        change(&mut self.lock().vm);
+    }
+
+    /// `(real, cached)` `host_statistics64` answers given so far.
+    pub fn host_calls(&self) -> (u32, u32) {
+        let t = self.lock();
+        (t.host.real_calls, t.host.cached_calls)
+    }
+
+    /// Another third-party monitor calls `host_statistics64` (they share xnu's cache).
+    pub fn other_monitor_polls(&self) {
+        let _ = self.lock().host_statistics();
+    }
+}
+
+impl Table {
+    fn free_pid(&mut self) -> u32 {
+        loop {
+            self.last_pid = if self.last_pid >= PID_MAX {
+                100
+            } else {
+                self.last_pid + 1
+            };
+            let pid = self.last_pid;
+            // xnu's `forkproc`: a pid is free when no process, zombie or group has it.
+            let taken = self.procs.contains_key(&pid) || self.procs.values().any(|p| p.pgid == pid);
+            if !taken {
+                return pid;
+            }
+        }
+    }
+
+    fn exit(&mut self, pid: u32) {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if p.run == Run::Zombie {
+            return;
+        }
+        p.run = Run::Zombie;
+        p.footprint_bytes = 0;
+        let parent = p.ppid;
+        for child in self.procs.values_mut().filter(|c| c.ppid == pid) {
+            child.ppid = 1;
+        }
+        let launchd_children: Vec<u32> = self
+            .procs
+            .iter()
+            .filter(|(_, c)| c.ppid == 1 && c.run == Run::Zombie)
+            .map(|(&pid, _)| pid)
+            .collect();
+        for zombie in launchd_children {
+            self.procs.remove(&zombie);
+        }
+        if parent == 1 {
+            self.procs.remove(&pid);
+        }
+    }
+
+    fn visible(&self, pid: u32, arg: u64) -> Result<&Proc> {
+        match self.procs.get(&pid) {
+            Some(p) if p.run != Run::Zombie || arg != 0 => Ok(p),
+            _ => Err(CounterError::Gone { pid }),
+        }
+    }
+
+    fn may_read(&self, p: &Proc, what: &str) -> Result<()> {
+        if self.viewer_uid == 0 || p.uid == self.viewer_uid {
+            Ok(())
+        } else {
+            Err(CounterError::PermissionDenied { what: what.into() })
+        }
+    }
+
+    fn host_statistics(&mut self) -> Vec<u8> {
+        let now = self.now;
+        let in_window = self
+            .host
+            .window_start
+            .is_some_and(|start| now.saturating_duration_since(start) < HOST_STATS_WINDOW);
+        if in_window {
+            self.host.calls_in_window += 1;
+            if self.host.calls_in_window > HOST_STATS_REAL_PER_WINDOW {
+                if let Some(cached) = &self.host.cached {
+                    self.host.cached_calls += 1;
+                    return cached.clone();
+                }
+            }
+        } else {
+            self.host.window_start = Some(now);
+            self.host.calls_in_window = 1;
+        }
+        let mut b = vec![0u8; vm::REV2_COUNT as usize * 4];
+        put(
+            &mut b,
+            vm::COMPRESSOR_PAGE_COUNT,
+            &self.vm.compressor_pages.to_ne_bytes(),
+        );
+        put(&mut b, vm::SWAPINS, &self.vm.swapins.to_ne_bytes());
+        put(&mut b, vm::WIRE_COUNT, &5000u32.to_ne_bytes());
+        self.host.real_calls += 1;
+        self.host.cached = Some(b.clone());
+        b
+    }
+}
+
+fn put(buf: &mut [u8], offset: usize, bytes: &[u8]) {
+    buf[offset..offset + bytes.len()].copy_from_slice(bytes);
+}
+
+fn answer(buf: &mut [u8], bytes: &[u8]) -> usize {
+    let len = bytes.len().min(buf.len());
+    buf[..len].copy_from_slice(&bytes[..len]);
+    len
+}
+
+fn status(run: Run) -> u32 {
+    match run {
+        Run::Running => 2, // SRUN
+        Run::Stopped => 4, // SSTOP
+        Run::Zombie => 5,  // SZOMB
+    }
+}
+
+impl Xnu for FakeMac {
+    fn sysctl(&self, name: &str, buf: &mut [u8]) -> Result<usize> {
+        let t = self.lock();
+        let bytes: Vec<u8> = match name {
+            "vm.pagesize" => (PAGE_BYTES as u32).to_ne_bytes().to_vec(),
+            "hw.memsize" => (48u64 << 30).to_ne_bytes().to_vec(),
+            "kern.memorystatus_level" => t.vm.level_percent.to_ne_bytes().to_vec(),
+            "kern.memorystatus_vm_pressure_level" => 1u32.to_ne_bytes().to_vec(),
+            "vm.compressor_bytes_used" => t.vm.compressor_bytes.to_ne_bytes().to_vec(),
+            "vm.swapusage" => {
+                let mut b = vec![0u8; xsw::SIZE];
+                put(&mut b, xsw::TOTAL, &(4u64 << 30).to_ne_bytes());
+                put(&mut b, xsw::USED, &t.vm.swap_used_bytes.to_ne_bytes());
+                b
+            }
+            "kern.bootsessionuuid" => format!("{}\0", t.boot_uuid).into_bytes(),
+            "kern.boottime" => {
+                let mut b = vec![0u8; 16];
+                put(&mut b, 0, &(t.boot_micros / 1_000_000).to_ne_bytes());
+                put(&mut b, 8, &(t.boot_micros % 1_000_000).to_ne_bytes());
+                b
+            }
+            _ => {
+                return Err(CounterError::Unsupported {
+                    what: format!("sysctl {name}"),
+                })
+            }
+        };
+        Ok(answer(buf, &bytes))
+    }
+
+    fn host_vm_info(&self) -> Result<VmAnswer> {
+        let bytes = self.lock().host_statistics();
+        Ok(VmAnswer::new(&bytes, vm::REV2_COUNT))
+    }
+
+    fn pid_info(&self, pid: u32, flavor: i32, arg: u64, buf: &mut [u8]) -> Result<usize> {
+        let t = self.lock();
+        let p = t.visible(pid, arg)?;
+        let mut b;
+        match flavor {
+            flavor::BSDINFO => {
+                t.may_read(p, "PROC_PIDTBSDINFO")?;
+                b = vec![0u8; bsdinfo::SIZE];
+                put(&mut b, bsdinfo::STATUS, &status(p.run).to_ne_bytes());
+                put(&mut b, bsdinfo::PPID, &p.ppid.to_ne_bytes());
+                put(&mut b, bsdinfo::PGID, &p.pgid.to_ne_bytes());
+                put(&mut b, bsdinfo::RUID, &p.uid.to_ne_bytes());
+                let name = p.name.as_bytes();
+                put(&mut b, bsdinfo::NAME, &name[..name.len().min(31)]);
+                put(
+                    &mut b,
+                    bsdinfo::START_SEC,
+                    &(p.start_micros / 1_000_000).to_ne_bytes(),
+                );
+                put(
+                    &mut b,
+                    bsdinfo::START_USEC,
+                    &(p.start_micros % 1_000_000).to_ne_bytes(),
+                );
+            }
+            flavor::SHORTBSDINFO => {
+                b = vec![0u8; shortinfo::SIZE];
+                put(&mut b, shortinfo::STATUS, &status(p.run).to_ne_bytes());
+                put(&mut b, shortinfo::PPID, &p.ppid.to_ne_bytes());
+                put(&mut b, shortinfo::PGID, &p.pgid.to_ne_bytes());
+                put(&mut b, shortinfo::RUID, &p.uid.to_ne_bytes());
+                let name = p.name.as_bytes();
+                put(&mut b, shortinfo::COMM, &name[..name.len().min(15)]);
+            }
+            uniqinfo::FLAVOR => {
+                b = vec![0u8; uniqinfo::SIZE];
+                put(&mut b, uniqinfo::UNIQUE_ID, &p.unique.to_ne_bytes());
+                put(
+                    &mut b,
+                    uniqinfo::PARENT_UNIQUE_ID,
+                    &p.parent_unique.to_ne_bytes(),
+                );
+            }
+            _ => {
+                return Err(CounterError::Unsupported {
+                    what: format!("flavor {flavor}"),
+                })
+            }
+        }
+        Ok(answer(buf, &b))
+    }
+
+    fn list_pids(&self, which: PidList) -> Result<Vec<u32>> {
+        let t = self.lock();
+        let keep = |p: &Proc| match which {
+            PidList::All => true,
+            PidList::Children(parent) => p.ppid == parent,
+            PidList::Group(pgid) => p.pgid == pgid,
+        };
+        Ok(t.procs
+            .iter()
+            .filter(|(_, p)| keep(p))
+            .map(|(&pid, _)| pid)
+            .collect())
+    }
+
+    fn procargs2(&self, pid: u32, buf: &mut Vec<u8>) -> Result<Option<usize>> {
+        let t = self.lock();
+        let Ok(p) = t.visible(pid, 0) else {
+            return Ok(None);
+        };
+        if t.may_read(p, "KERN_PROCARGS2").is_err() {
+            return Ok(None);
+        }
+        let mut b = 1i32.to_ne_bytes().to_vec();
+        b.extend_from_slice(format!("/usr/bin/{0}\0\0\0{0}\0", p.name).as_bytes());
+        buf.clear();
+        buf.extend_from_slice(&b);
+        Ok(Some(b.len()))
+    }
+
+    fn rusage_v4(&self, pid: u32, buf: &mut [u8; rusage::SIZE]) -> Result<()> {
+        let t = self.lock();
+        let p = t.visible(pid, 0)?;
+        t.may_read(p, "proc_pid_rusage")?;
+        put(
+            buf,
+            rusage::PHYS_FOOTPRINT,
+            &p.footprint_bytes.to_ne_bytes(),
+        );
+        put(buf, rusage::RESIDENT_SIZE, &p.footprint_bytes.to_ne_bytes());
+        put(
+            buf,
+            rusage::LIFETIME_MAX_PHYS_FOOTPRINT,
+            &p.footprint_bytes.to_ne_bytes(),
+        );
+        Ok(())
+    }
+
+    fn vm_cache(&self) -> &Mutex<OncePerInterval<VmAnswer>> {
+        &self.cache
+    }
+
+    fn now(&self) -> Instant {
+        self.lock().now
+    }
+}
+
+impl SendSignal for FakeMac {
+    /// `kill(2)` with macOS's rules: ESRCH for a pid with no live process, EPERM across uids
+    /// (unless root), SIGTERM pending while stopped.
+    fn send_if(&self, pid: u32, signal: i32, same: &mut dyn FnMut() -> bool) -> io::Result<bool> {
+        if !same() {
+            return Ok(false);
+        }
+        let mut t = self.lock();
+        let viewer = t.viewer_uid;
+        let Some(p) = t.procs.get_mut(&pid).filter(|p| p.run != Run::Zombie) else {
+            return Ok(false);
+        };
+        if viewer != 0 && p.uid != viewer {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        let exits = match signal {
+            SIGSTOP => {
+                p.run = Run::Stopped;
+                false
+            }
+            SIGCONT => {
+                p.run = Run::Running;
+                std::mem::take(&mut p.term_pending) && !p.ignores_term
+            }
+            SIGTERM if p.run == Run::Stopped => {
+                p.term_pending = true;
+                false
+            }
+            SIGTERM => !p.ignores_term,
+            SIGKILL => true,
+            _ => false,
+        };
+        if exits {
+            t.exit(pid);
+        }
+        Ok(true)
+    }
+}
