@@ -67,5 +67,8 @@ pub fn system_counters(swap_used_bytes: u64, free_percent: f64) -> SystemCounter
         swapped_out_bytes: 0,
         paged_in_bytes: 0,
         paged_out_bytes: 0,
+        oom_kills: None,
+        cgroup: None,
+        cgroup_note: None,
     }
 }

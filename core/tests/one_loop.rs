@@ -60,6 +60,9 @@ impl Source for Recorded {
                 swapped_out_bytes: 0,
                 paged_in_bytes: 0,
                 paged_out_bytes: 0,
+                oom_kills: None,
+                cgroup: None,
+                cgroup_note: None,
             }),
             tracked: vec![TrackedSample {
                 identity: LEADER,

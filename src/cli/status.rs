@@ -129,19 +129,7 @@ fn write_text(
     jobs: &[JobJson],
     processes: &[ProcessJson],
 ) -> std::io::Result<()> {
-    let pressure = s.pressure.map_or("unknown", |p| p.as_str());
-    writeln!(
-        out,
-        "Memory   {} total, {:.0}% free, pressure {pressure}",
-        format_bytes(s.total_bytes),
-        s.free_percent
-    )?;
-    writeln!(
-        out,
-        "Swap     {} used of {}",
-        format_bytes(s.swap_used_bytes),
-        format_bytes(s.swap_total_bytes)
-    )?;
+    write_memory(out, s)?;
     writeln!(
         out,
         "Other    compressed {}, wired {}, app {}",
@@ -156,6 +144,61 @@ fn write_text(
         format_bytes(s.swapped_out_bytes)
     )?;
     writeln!(out)?;
+    write_jobs_and_processes(out, jobs, processes)
+}
+
+/// The memory and swap lines: under a cgroup limit, the limit first (what a job is judged
+/// by), then the host.
+fn write_memory(out: &mut impl Write, s: &SystemCounters) -> std::io::Result<()> {
+    let pressure = s.pressure.map_or("unknown", |p| p.as_str());
+    match &s.cgroup {
+        // Under a cgroup limit: the limit first (what a job is judged by), then the host.
+        Some(c) => writeln!(
+            out,
+            "Memory   {} limit (cgroup {}), {:.0}% free of it; host {}, {:.0}% free, pressure {pressure}",
+            format_bytes(c.limit_bytes),
+            printable(&c.limit_path),
+            s.free_percent,
+            format_bytes(c.host_total_bytes),
+            c.host_free_percent
+        )?,
+        None => writeln!(
+            out,
+            "Memory   {} total, {:.0}% free, pressure {pressure}",
+            format_bytes(s.total_bytes),
+            s.free_percent
+        )?,
+    }
+    if let Some(note) = &s.cgroup_note {
+        writeln!(
+            out,
+            "Note     {}; the numbers are the host's",
+            printable(note)
+        )?;
+    }
+    match s.cgroup.as_ref().filter(|c| c.swap_used_bytes.is_some()) {
+        Some(c) => writeln!(
+            out,
+            "Swap     {} used of {} (the cgroup's); host {} used",
+            format_bytes(s.swap_used_bytes),
+            format_bytes(s.swap_total_bytes),
+            format_bytes(c.host_swap_used_bytes)
+        )?,
+        None => writeln!(
+            out,
+            "Swap     {} used of {}",
+            format_bytes(s.swap_used_bytes),
+            format_bytes(s.swap_total_bytes)
+        )?,
+    }
+    Ok(())
+}
+
+fn write_jobs_and_processes(
+    out: &mut impl Write,
+    jobs: &[JobJson],
+    processes: &[ProcessJson],
+) -> std::io::Result<()> {
     if !jobs.is_empty() {
         writeln!(
             out,

@@ -136,7 +136,12 @@ pub struct MemCgroup {
 impl MemCgroup {
     /// A cgroup limited to `limit_mib` MiB of memory, swap unlimited.
     pub fn new(limit_mib: u64) -> MemCgroup {
-        let name = format!("headroom-test-{}", std::process::id());
+        Self::named("", limit_mib)
+    }
+
+    /// [`MemCgroup::new`] named with `tag` too, so that tests running at once each have one.
+    pub fn named(tag: &str, limit_mib: u64) -> MemCgroup {
+        let name = format!("headroom-test-{tag}{}", std::process::id());
         let limit = (limit_mib << 20).to_string();
         let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers");
         let cg =
@@ -179,6 +184,27 @@ impl MemCgroup {
             self.dir.join("memory.limit_in_bytes")
         };
         fs::write(file, limit).unwrap();
+    }
+
+    /// No swap for it (v2 `memory.swap.max` 0; v1 `memory.memsw.limit_in_bytes` = its
+    /// memory limit, where the kernel accounts swap): at its limit the OOM killer acts.
+    pub fn without_swap(&self) {
+        let v2 = self.dir.join("memory.swap.max");
+        if v2.exists() {
+            fs::write(v2, "0").unwrap();
+        } else if self.dir.join("memory.memsw.limit_in_bytes").exists() {
+            let limit = fs::read_to_string(self.dir.join("memory.limit_in_bytes")).unwrap();
+            fs::write(self.dir.join("memory.memsw.limit_in_bytes"), limit.trim()).unwrap();
+        }
+    }
+
+    /// Its path as `/proc/PID/cgroup` names it.
+    pub fn cgroup_path(&self) -> String {
+        let under = ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"]
+            .into_iter()
+            .find_map(|top| self.dir.strip_prefix(top).ok())
+            .unwrap();
+        format!("/{}", under.display())
     }
 
     /// `cgroup.procs` of this cgroup.

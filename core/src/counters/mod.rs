@@ -24,7 +24,7 @@ pub use crate::error::CounterError;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-pub use linux::Counters;
+pub use linux::{Counters, Found};
 
 #[cfg(target_os = "macos")]
 mod macos;
@@ -207,6 +207,64 @@ pub struct SystemCounters {
     pub paged_in_bytes: u64,
     /// Bytes paged out since boot (macOS `pageouts` × page size; Linux `pgpgout`).
     pub paged_out_bytes: u64,
+    /// Processes the kernel's OOM killer has killed since boot, host-wide, cgroup OOMs
+    /// included (Linux `/proc/vmstat` `oom_kill`, kernel 4.13+; macOS: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+    /// The memory cgroup Headroom runs in, when its limit binds (Linux). Then
+    /// `total_bytes`, `free_percent` and (where the cgroup accounts swap) the swap fields
+    /// are the cgroup's, and the host's are kept in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<Box<CgroupMemory>>,
+    /// Why the cgroup could not be read, when it could not (the numbers are then the host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_note: Option<String>,
+}
+
+/// A memory cgroup whose limit binds: a container's, a CI job's, a pod's, a Slurm job's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CgroupMemory {
+    /// cgroup version, 1 or 2.
+    pub version: u8,
+    /// The cgroup Headroom is in, as `/proc/self/cgroup` names it.
+    pub path: String,
+    /// The cgroup on its path to the root whose limit is the smallest (itself or an ancestor).
+    pub limit_path: String,
+    /// The file that sets that limit (`memory.max`, `memory.high`, `memory.limit_in_bytes`).
+    pub limit_file: String,
+    /// The effective limit, bytes.
+    pub limit_bytes: u64,
+    /// The working set under the limit: usage less the inactive file cache (as the kubelet
+    /// counts it), bytes.
+    pub used_bytes: u64,
+    /// The inactive file cache left out of `used_bytes` (the kernel reclaims it first).
+    pub reclaimable_bytes: u64,
+    /// Swap the cgroup holds, where the kernel accounts it (v2 `memory.swap.current`, v1
+    /// `memsw` less memory).
+    pub swap_used_bytes: Option<u64>,
+    /// The cgroup's swap limit, where set.
+    pub swap_limit_bytes: Option<u64>,
+    /// OOM kills in the cgroup (v2 `memory.events`, v1 `memory.oom_control`).
+    pub oom_kills: Option<u64>,
+    /// The kernel's high-water mark of its usage (`memory.peak`, `max_usage_in_bytes`).
+    pub peak_bytes: Option<u64>,
+    /// The host's memory.
+    pub host_total_bytes: u64,
+    /// The host's free memory, percent.
+    pub host_free_percent: f64,
+    /// The host's swap in use.
+    pub host_swap_used_bytes: u64,
+}
+
+impl CgroupMemory {
+    /// Room left under the limit, percent of it.
+    pub fn free_percent(&self) -> f64 {
+        if self.limit_bytes == 0 {
+            return 0.0;
+        }
+        let room = self.limit_bytes.saturating_sub(self.used_bytes);
+        (room as f64 * 100.0 / self.limit_bytes as f64).clamp(0.0, 100.0)
+    }
 }
 
 /// What a process is doing, as far as enforcement cares: a stop or pause is verified by it.

@@ -168,6 +168,9 @@ impl TraceSource {
                 swapped_out_bytes: 0,
                 paged_in_bytes: 0,
                 paged_out_bytes: 0,
+                oom_kills: None,
+                cgroup: None,
+                cgroup_note: None,
             }),
             tracked: vec![TrackedSample {
                 identity: STAND_IN,

@@ -59,6 +59,8 @@ pub fn wait_for_room(
             free_percent: system.free_percent,
             footprint_bytes: None,
             compressed_bytes: system.compressed_bytes,
+            oom_kills: system.oom_kills,
+            limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
         };
         match gate.decide(limits, &obs, busy_now.as_deref()) {
             StartDecision::Go => return Ok(Ok(())),

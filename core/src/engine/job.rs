@@ -230,6 +230,8 @@ impl Job {
                 free_percent: system.free_percent,
                 footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
                 compressed_bytes: system.compressed_bytes,
+                oom_kills: system.oom_kills,
+                limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
             }
         });
         if let Some(obs) = &obs {
@@ -247,6 +249,9 @@ impl Job {
         }
         if tracked.is_some() && self.seen.is_empty() {
             // No member lives any more. (A failed read never gets here: only death does.)
+            if let Some(obs) = &obs {
+                self.ledger.record_end(obs);
+            }
             let ended = self.exit.clone().unwrap_or(EndReason::Vanished);
             self.finish(ended, actions);
             return;

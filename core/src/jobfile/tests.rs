@@ -34,6 +34,7 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
             ended: EndReason::Exited { code: 0 },
             pauses: 0,
             paused: Duration::ZERO,
+            oom_killed: None,
         }),
         on_budget: OnBudget::Stop,
         pauses: 0,

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::reasons::{EndReason, StopReason};
-use super::verdict::{Tightness, Verdict};
+use super::verdict::{OomKilled, Tightness, Verdict};
 use super::{Limits, Observation, LOW_FREE_STRIKES, PROJECTED_CROSSINGS, RATE_HISTORY};
 
 /// The ledger of a guarded or watched job: what it has seen (peaks, lows, the swap rate,
@@ -28,9 +28,28 @@ pub struct Ledger {
     rate_bytes_per_second: f64,
     /// Observations in a row whose projection passed the budget.
     projected_crossings: u32,
+    /// The kernel's OOM-kill count at the first and the last observation that had it.
+    oom_kills_first_last: Option<(u64, u64)>,
+    /// The memory limit of the last observation that had one.
+    limit_bytes: Option<u64>,
 }
 
+/// SIGKILL's number (the same on every POSIX system): what the OOM killer sends.
+const SIGKILL: i32 = 9;
+
 impl Ledger {
+    /// The OOM killer ended the job: SIGKILL ended it while the kernel's OOM-kill count went
+    /// up (the count is the host's, cgroup OOMs included, so another process's OOM kill at
+    /// the same moment would be taken for the job's: a SIGKILL at such a moment is a
+    /// verdict either way).
+    fn oom_killed(&self, ended: &EndReason) -> Option<OomKilled> {
+        let (first, last) = self.oom_kills_first_last?;
+        let killed = matches!(ended, EndReason::Signaled { signal: SIGKILL }) && last > first;
+        killed.then_some(OomKilled {
+            limit_bytes: self.limit_bytes,
+        })
+    }
+
     /// A job starting with `swap_start_bytes` of swap in use.
     pub fn new(swap_start_bytes: u64) -> Self {
         Ledger {
@@ -45,6 +64,8 @@ impl Ledger {
             recent: VecDeque::new(),
             rate_bytes_per_second: 0.0,
             projected_crossings: 0,
+            oom_kills_first_last: None,
+            limit_bytes: None,
         }
     }
 
@@ -83,6 +104,17 @@ impl Ledger {
         self.swap_peak_bytes.saturating_sub(self.swap_start_bytes)
     }
 
+    /// Records what the reading that found the job gone says of its end: the kernel's OOM
+    /// count and the limit (the peaks stay those of the job's life). Every observation
+    /// records them too.
+    pub fn record_end(&mut self, obs: &Observation) {
+        if let Some(kills) = obs.oom_kills {
+            let (_, last) = self.oom_kills_first_last.get_or_insert((kills, kills));
+            *last = kills;
+        }
+        self.limit_bytes = obs.limit_bytes.or(self.limit_bytes);
+    }
+
     /// Records an observation; with limits (a guard), says whether to stop the job now.
     pub fn observe(&mut self, limits: Option<&Limits>, obs: &Observation) -> Option<StopReason> {
         self.record(obs, limits.map_or(Duration::ZERO, |c| c.lookahead));
@@ -101,6 +133,7 @@ impl Ledger {
                 .map_or(obs.free_percent, |l| l.min(obs.free_percent)),
         );
         self.last_t = self.last_t.max(obs.t);
+        self.record_end(obs);
         if let Some(c) = obs.compressed_bytes {
             let (_, peak) = self.compressed_start_peak.get_or_insert((c, c));
             *peak = (*peak).max(c);
@@ -205,8 +238,12 @@ impl Ledger {
     /// The verdict, once the job has ended.
     pub fn verdict(&self, fits_tolerance_bytes: u64, ended: EndReason) -> Verdict {
         let growth = self.peak_growth_bytes();
+        let oom_killed = self.oom_killed(&ended);
         Verdict {
-            fits: growth <= fits_tolerance_bytes && ended.at_a_limit().is_none(),
+            fits: growth <= fits_tolerance_bytes
+                && ended.at_a_limit().is_none()
+                && oom_killed.is_none(),
+            oom_killed,
             swap_growth_bytes: growth,
             swap_start_bytes: self.swap_start_bytes,
             peak_footprint_bytes: self.peak_footprint_bytes,

@@ -178,6 +178,12 @@ pub struct Observation {
     /// Memory held compressed (macOS compressor, Linux zswap), where the OS has it.
     #[serde(default)]
     pub compressed_bytes: Option<u64>,
+    /// The kernel's OOM kills so far (host-wide count; Linux), where the OS has it.
+    #[serde(default)]
+    pub oom_kills: Option<u64>,
+    /// The memory limit Headroom runs under (a cgroup's), where one binds.
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
 }
 
 mod events;
@@ -192,7 +198,7 @@ pub use form::{LimitsField, LimitsFieldError, LimitsForm};
 pub use ledger::Ledger;
 pub use reasons::{EndReason, StopReason, Survivor};
 pub use start::{StartDecision, StartGate, WaitReason};
-pub use verdict::{times, Tightness, Verdict};
+pub use verdict::{times, OomKilled, Tightness, Verdict};
 
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,8 @@ fn obs(t_ms: u64, swap: u64, free: f64) -> Observation {
         free_percent: free,
         footprint_bytes: None,
         compressed_bytes: None,
+        oom_kills: None,
+        limit_bytes: None,
     }
 }
 
@@ -433,4 +435,44 @@ fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
             .starts_with("tight: compressed +6.2 GB, lowest free 8%; swap +0 B"),
         "{v}"
     );
+}
+
+#[test]
+fn an_oom_kill_is_a_verdict_only_with_sigkill_and_a_rising_count() {
+    let run = |kills: [u64; 2], ended: EndReason| {
+        let mut job = Ledger::new(0);
+        for (k, count) in kills.into_iter().enumerate() {
+            job.observe(
+                None,
+                &Observation {
+                    oom_kills: Some(count),
+                    limit_bytes: Some(128 * MIB),
+                    ..obs(k as u64 * 500, 0, 90.0)
+                },
+            );
+        }
+        job.verdict(64 * MIB, ended)
+    };
+    let killed = run([4, 5], EndReason::Signaled { signal: 9 });
+    assert!(!killed.fits);
+    assert_eq!(killed.word(), "doesn't fit");
+    assert!(
+        killed
+            .to_string()
+            .starts_with("doesn't fit: killed by the OOM killer (limit 128 MB); swap +0 B"),
+        "{killed}"
+    );
+    // A SIGKILL from someone else, with no OOM kill meanwhile: the job's own end.
+    let sigkill = run([5, 5], EndReason::Signaled { signal: 9 });
+    assert!(sigkill.fits && sigkill.oom_killed.is_none());
+    // An OOM kill of another process while the job exited on its own.
+    let exited = run([4, 5], EndReason::Exited { code: 0 });
+    assert!(exited.fits && exited.oom_killed.is_none());
+    // Where the OS has no count (macOS), never an OOM verdict.
+    let mut job = Ledger::new(0);
+    job.observe(None, &obs(0, 0, 90.0));
+    assert!(job
+        .verdict(64 * MIB, EndReason::Signaled { signal: 9 })
+        .oom_killed
+        .is_none());
 }

@@ -44,6 +44,26 @@ pub struct Verdict {
     /// How long it was paused in all.
     #[serde(default, skip_serializing_if = "Duration::is_zero")]
     pub paused: Duration,
+    /// Set when the kernel's OOM killer ended it: it did not fit, whatever swap did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_killed: Option<OomKilled>,
+}
+
+/// The OOM killer ended the job (SIGKILL while the kernel's OOM-kill count went up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OomKilled {
+    /// The memory limit it ran under (a cgroup's), when one bound.
+    pub limit_bytes: Option<u64>,
+}
+
+impl std::fmt::Display for OomKilled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "killed by the OOM killer")?;
+        if let Some(limit) = self.limit_bytes {
+            write!(f, " (limit {})", format_bytes(limit))?;
+        }
+        Ok(())
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -130,7 +150,10 @@ impl std::fmt::Display for Verdict {
             },
             (true, Some(tight), true) => write!(f, "tight: {tight}; swap")?,
             (true, None, true) => write!(f, "fits: swap")?,
-            (true, _, false) => write!(f, "doesn't fit: swap")?,
+            (true, _, false) => match &self.oom_killed {
+                Some(oom) => write!(f, "doesn't fit: {oom}; swap")?,
+                None => write!(f, "doesn't fit: swap")?,
+            },
         }
         write!(f, " {}", format_delta_bytes(self.swap_growth_bytes as i64))?;
         let grew = grew_swap(&self.stages, self.fits_tolerance_bytes);

@@ -271,6 +271,7 @@ fn verdict(fits: bool, growth_bytes: u64) -> Verdict {
         duration: Duration::from_secs(95),
         pauses: 0,
         paused: Duration::ZERO,
+        oom_killed: None,
         ended: if fits {
             EndReason::Exited { code: 0 }
         } else {

@@ -21,6 +21,7 @@ fn verdict(fits: bool, ended: EndReason) -> Verdict {
         tight: None,
         pauses: 0,
         paused: Duration::ZERO,
+        oom_killed: None,
     }
 }
 

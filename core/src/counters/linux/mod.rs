@@ -14,16 +14,20 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
+mod cgroup;
 mod parse;
 
+pub use self::cgroup::Found;
+use self::cgroup::Location;
 use self::parse::{
     is_dead, kib, parse_cmdline, parse_meminfo, parse_pid_list, parse_psi, parse_stat,
     parse_status, parse_vmstat, Stat,
 };
 use super::{
-    CounterSource, FootprintRow, ProcessInfo, ProcessMemory, ProcessState, Result, RunState,
-    SystemCounters,
+    CgroupMemory, CounterSource, FootprintRow, ProcessInfo, ProcessMemory, ProcessState, Result,
+    RunState, SystemCounters,
 };
 use crate::error::CounterError;
 
@@ -32,6 +36,10 @@ use crate::error::CounterError;
 pub struct Counters {
     proc_root: PathBuf,
     page_size_bytes: u64,
+    /// The host root the cgroup files are under (`/`), if cgroups are read.
+    cgroup_root: Option<PathBuf>,
+    /// Where our memory cgroup is, found at the first read.
+    own_cgroup: Arc<OnceLock<std::result::Result<Option<Location>, String>>>,
 }
 
 impl Default for Counters {
@@ -84,16 +92,48 @@ fn system_page_size_bytes() -> u64 {
 }
 
 impl Counters {
-    /// A reader of the real `/proc`.
+    /// A reader of the real `/proc` and of our memory cgroup.
     pub fn new() -> Self {
-        Self::with_proc_root("/proc")
+        Self::with_root("/")
     }
 
-    /// A reader of a `/proc`-like tree at `root` (fixtures in tests).
+    /// A reader of a `/proc`-like tree at `root`, without cgroups (fixtures in tests).
     pub fn with_proc_root(root: impl Into<PathBuf>) -> Self {
         Counters {
             proc_root: root.into(),
             page_size_bytes: system_page_size_bytes(),
+            cgroup_root: None,
+            own_cgroup: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// A reader of a whole host tree at `root`: `root/proc`, and the cgroup mounts its
+    /// `mountinfo` names under `root` (a recorded `/sys/fs/cgroup` in tests).
+    pub fn with_root(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        Counters {
+            cgroup_root: Some(root.clone()),
+            ..Self::with_proc_root(root.join("proc"))
+        }
+    }
+
+    /// The memory cgroup of process `pid` (`None`: ours), read now: a limit that binds, none,
+    /// or why it could not be read.
+    pub fn memory_cgroup(&self, pid: Option<u32>, host_total_bytes: u64) -> Found {
+        let Some(root) = &self.cgroup_root else {
+            return Found::Unlimited;
+        };
+        let located = match pid {
+            None => self
+                .own_cgroup
+                .get_or_init(|| cgroup::locate(root, "self"))
+                .clone(),
+            Some(pid) => cgroup::locate(root, &pid.to_string()),
+        };
+        match located {
+            Ok(Some(location)) => cgroup::read_memory(&location, host_total_bytes),
+            Ok(None) => Found::Unlimited,
+            Err(note) => Found::Unreadable(note),
         }
     }
 
@@ -148,6 +188,30 @@ impl Counters {
     }
 }
 
+/// The host's counters as seen under a cgroup limit that binds: total and free are the
+/// limit's, swap the cgroup's where it is accounted; the host's kept in `cgroup`.
+fn under_limit(host: SystemCounters, mut cgroup: CgroupMemory) -> SystemCounters {
+    cgroup.host_free_percent = host.free_percent;
+    cgroup.host_swap_used_bytes = host.swap_used_bytes;
+    let (swap_used, swap_total) = match cgroup.swap_used_bytes {
+        Some(used) => (
+            used,
+            cgroup
+                .swap_limit_bytes
+                .map_or(host.swap_total_bytes, |l| l.min(host.swap_total_bytes)),
+        ),
+        None => (host.swap_used_bytes, host.swap_total_bytes),
+    };
+    SystemCounters {
+        total_bytes: cgroup.limit_bytes,
+        free_percent: cgroup.free_percent(),
+        swap_used_bytes: swap_used,
+        swap_total_bytes: swap_total,
+        cgroup: Some(Box::new(cgroup)),
+        ..host
+    }
+}
+
 impl CounterSource for Counters {
     /// System-wide counters: `meminfo`, `vmstat`, and PSI where the kernel has it.
     fn read_system(&self) -> Result<SystemCounters> {
@@ -179,7 +243,7 @@ impl CounterSource for Counters {
             Err(e) => return Err(e),
         };
         let vm = with_file(&self.path("vmstat"), None, |b| Ok(parse_vmstat(b)))?;
-        Ok(SystemCounters {
+        let host = SystemCounters {
             total_bytes,
             free_percent,
             pressure,
@@ -192,6 +256,17 @@ impl CounterSource for Counters {
             swapped_out_bytes: vm.pswpout_pages.saturating_mul(self.page_size_bytes),
             paged_in_bytes: kib(vm.pgpgin_kib),
             paged_out_bytes: kib(vm.pgpgout_kib),
+            oom_kills: vm.oom_kill,
+            cgroup: None,
+            cgroup_note: None,
+        };
+        Ok(match self.memory_cgroup(None, total_bytes) {
+            Found::Limited(cgroup) => under_limit(host, cgroup),
+            Found::Unlimited => host,
+            Found::Unreadable(note) => SystemCounters {
+                cgroup_note: Some(note),
+                ..host
+            },
         })
     }
 

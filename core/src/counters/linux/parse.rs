@@ -84,6 +84,8 @@ pub(super) struct Vmstat {
     pub(super) pswpout_pages: u64,
     pub(super) pgpgin_kib: u64,
     pub(super) pgpgout_kib: u64,
+    /// `oom_kill` (kernel 4.13+).
+    pub(super) oom_kill: Option<u64>,
 }
 
 pub(super) fn parse_vmstat(bytes: &[u8]) -> Vmstat {
@@ -98,6 +100,7 @@ pub(super) fn parse_vmstat(bytes: &[u8]) -> Vmstat {
             b"pswpout" => v.pswpout_pages = value,
             b"pgpgin" => v.pgpgin_kib = value,
             b"pgpgout" => v.pgpgout_kib = value,
+            b"oom_kill" => v.oom_kill = Some(value),
             _ => {}
         }
     }

@@ -244,6 +244,9 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
             swapped_out_bytes: bytes(vm.u64_at(vm::SWAPOUTS)).unwrap_or(0),
             paged_in_bytes: bytes(vm.u64_at(vm::PAGEINS)).unwrap_or(0),
             paged_out_bytes: bytes(vm.u64_at(vm::PAGEOUTS)).unwrap_or(0),
+            oom_kills: None,
+            cgroup: None,
+            cgroup_note: None,
         })
     }
 

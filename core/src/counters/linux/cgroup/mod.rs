@@ -1,0 +1,239 @@
+//! Linux memory cgroups: the limit a process's memory lives under, and what it holds.
+//!
+//! Inside a container, a CI runner or a cluster job the memory that matters is the cgroup's:
+//! a process is OOM-killed at its cgroup's limit however much the host has free. This reader
+//! finds the memory cgroup of a process (`/proc/PID/cgroup` and `/proc/PID/mountinfo`; v2,
+//! else the v1 `memory` hierarchy; hybrid hosts mount v1 memory and an empty v2) and reads it
+//! from the files the kernel keeps:
+//!
+//! | | v2 | v1 |
+//! |---|---|---|
+//! | limit | `memory.max`, `memory.high` (the smallest on the path to the root) | `memory.limit_in_bytes` (the same walk) |
+//! | usage | `memory.current` | `memory.usage_in_bytes` |
+//! | reclaimable | `memory.stat` `inactive_file` | `memory.stat` `total_inactive_file` |
+//! | swap | `memory.swap.current`, `memory.swap.max` | `memory.memsw.*` − `memory.*`, where accounted |
+//! | OOM kills | `memory.events` `oom_kill` | `memory.oom_control` `oom_kill` |
+//! | peak | `memory.peak` | `memory.max_usage_in_bytes` |
+//!
+//! Free memory under a limit is the room left by the working set: usage − inactive file
+//! cache, as the kubelet counts it for evictions (the inactive file cache is what the kernel
+//! reclaims first when the limit is reached). A limit at or above the host's memory binds
+//! nothing: then the host's numbers stand. Every reader takes its root ("/" or a fixture
+//! tree), as the `/proc` readers do. A file that cannot be read (no permission, a controller
+//! not mounted) gives a note, never a number made up in its place.
+
+mod parse;
+
+use std::path::{Path, PathBuf};
+
+use self::parse::{cgroup_paths, memory_mounts, parse_limit, stat_value, MountKind};
+use crate::counters::CgroupMemory;
+
+/// Where a process's memory cgroup is: resolved once per process and kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// `1` or `2`.
+    pub version: u8,
+    /// The cgroup's path as `/proc/PID/cgroup` gives it.
+    pub path: String,
+    /// Its directory, and each ancestor's up to the mount's root, nearest first.
+    pub levels: Vec<PathBuf>,
+}
+
+/// What a cgroup read found: the memory, or why there is none to use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    /// Under a limit that binds.
+    Limited(CgroupMemory),
+    /// In a cgroup without a limit below the host's memory (or in none): the host's numbers.
+    Unlimited,
+    /// A file could not be read or made no sense: the host's numbers, with this note.
+    Unreadable(String),
+}
+
+/// Finds the memory cgroup of process `pid` (`"self"` for us) under `root` (`/` on a real
+/// host): `None` when the process is in no memory cgroup (no controller mounted).
+pub fn locate(root: &Path, pid: &str) -> Result<Option<Location>, String> {
+    let proc_dir = root.join("proc").join(pid);
+    let cgroup_file = proc_dir.join("cgroup");
+    let cgroups = std::fs::read_to_string(&cgroup_file)
+        .map_err(|e| format!("cannot read {}: {e}", cgroup_file.display()))?;
+    let mountinfo_file = proc_dir.join("mountinfo");
+    let mountinfo = std::fs::read_to_string(&mountinfo_file)
+        .map_err(|e| format!("cannot read {}: {e}", mountinfo_file.display()))?;
+    let (v1_path, v2_path) = cgroup_paths(&cgroups);
+    let mounts = memory_mounts(&mountinfo);
+    let on_host = |point: &str| root.join(point.trim_start_matches('/'));
+    // v2 when its hierarchy has the memory controller; else the v1 memory hierarchy.
+    let v2 = mounts.iter().find(|m| m.kind == MountKind::V2).filter(|m| {
+        std::fs::read_to_string(on_host(&m.point).join("cgroup.controllers"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
+    });
+    let chosen = match (v2, v2_path) {
+        (Some(mount), Some(path)) => Some((2, mount, path)),
+        _ => mounts
+            .iter()
+            .find(|m| m.kind == MountKind::V1Memory)
+            .zip(v1_path)
+            .map(|(mount, path)| (1, mount, path)),
+    };
+    let Some((version, mount, path)) = chosen else {
+        return Ok(None);
+    };
+    let inside = path
+        .strip_prefix(mount.root.as_str())
+        .unwrap_or(&path)
+        .trim_start_matches('/');
+    let top = on_host(&mount.point);
+    let mut dir = top.join(inside);
+    let mut levels = vec![dir.clone()];
+    while dir != top {
+        if !dir.pop() || !dir.starts_with(&top) {
+            break;
+        }
+        levels.push(dir.clone());
+    }
+    Ok(Some(Location {
+        version,
+        path,
+        levels,
+    }))
+}
+
+/// Reads one cgroup file; `Ok(None)` when the kernel has no such file there (the root
+/// cgroup has no `memory.max`; an older kernel no `memory.peak`).
+fn read(dir: &Path, file: &str) -> Result<Option<String>, String> {
+    let path = dir.join(file);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// A number file; `None` when missing, an error when it is not a number or `max`.
+fn number(dir: &Path, file: &str) -> Result<Option<u64>, String> {
+    match read(dir, file)? {
+        None => Ok(None),
+        Some(text) => parse_limit(&text)
+            .map(|limit| limit.or(Some(u64::MAX)))
+            .ok_or_else(|| {
+                format!(
+                    "{}: not a number: {:?}",
+                    dir.join(file).display(),
+                    text.trim()
+                )
+            }),
+    }
+}
+
+/// The file names of one cgroup version.
+struct Files {
+    limits: &'static [&'static str],
+    usage: &'static str,
+    inactive_file: &'static str,
+    oom: (&'static str, &'static str),
+    peak: &'static str,
+}
+
+const V2: Files = Files {
+    limits: &["memory.max", "memory.high"],
+    usage: "memory.current",
+    inactive_file: "inactive_file",
+    oom: ("memory.events", "oom_kill"),
+    peak: "memory.peak",
+};
+
+const V1: Files = Files {
+    limits: &["memory.limit_in_bytes"],
+    usage: "memory.usage_in_bytes",
+    inactive_file: "total_inactive_file",
+    oom: ("memory.oom_control", "oom_kill"),
+    peak: "memory.max_usage_in_bytes",
+};
+
+/// Reads the memory of the cgroup at `location`, on a host of `host_total_bytes`.
+pub fn read_memory(location: &Location, host_total_bytes: u64) -> Found {
+    match try_read(location, host_total_bytes) {
+        Ok(Some(memory)) => Found::Limited(memory),
+        Ok(None) => Found::Unlimited,
+        Err(note) => Found::Unreadable(note),
+    }
+}
+
+fn try_read(location: &Location, host_total_bytes: u64) -> Result<Option<CgroupMemory>, String> {
+    let files = if location.version == 2 { &V2 } else { &V1 };
+    // The smallest limit on the path to the root, and where it is.
+    let mut binding: Option<(u64, &PathBuf, &str)> = None;
+    for dir in &location.levels {
+        for &file in files.limits {
+            if let Some(limit) = number(dir, file)? {
+                if limit < host_total_bytes && binding.is_none_or(|(b, _, _)| limit < b) {
+                    binding = Some((limit, dir, file));
+                }
+            }
+        }
+    }
+    let Some((limit_bytes, at, limit_file)) = binding else {
+        return Ok(None);
+    };
+    let usage =
+        number(at, files.usage)?.ok_or_else(|| format!("{}: no {}", at.display(), files.usage))?;
+    let inactive = read(at, "memory.stat")?
+        .and_then(|stat| stat_value(&stat, files.inactive_file))
+        .unwrap_or(0);
+    let (swap_used_bytes, swap_limit_bytes) = swap(location.version, at, usage, limit_bytes)?;
+    let oom_kills = read(at, files.oom.0)?.and_then(|text| stat_value(&text, files.oom.1));
+    let peak_bytes = number(at, files.peak)?;
+    let limit_path = relative(location, at);
+    Ok(Some(CgroupMemory {
+        version: location.version,
+        path: location.path.clone(),
+        limit_path,
+        limit_file: limit_file.to_string(),
+        limit_bytes,
+        used_bytes: usage.saturating_sub(inactive).min(limit_bytes),
+        reclaimable_bytes: inactive,
+        swap_used_bytes,
+        swap_limit_bytes,
+        oom_kills,
+        peak_bytes,
+        host_total_bytes,
+        host_free_percent: 0.0,
+        host_swap_used_bytes: 0,
+    }))
+}
+
+/// The accounted swap at `at` and its limit: v2 `memory.swap.*`; v1 `memsw` (memory + swap)
+/// less memory, where the kernel accounts swap at all (`swapaccount`).
+fn swap(
+    version: u8,
+    at: &Path,
+    usage: u64,
+    limit: u64,
+) -> Result<(Option<u64>, Option<u64>), String> {
+    if version == 2 {
+        let used = number(at, "memory.swap.current")?;
+        let max = number(at, "memory.swap.max")?.filter(|&m| m != u64::MAX);
+        return Ok((used, max));
+    }
+    let both = number(at, "memory.memsw.usage_in_bytes")?;
+    let both_limit = number(at, "memory.memsw.limit_in_bytes")?;
+    Ok((
+        both.map(|b| b.saturating_sub(usage)),
+        both_limit
+            .filter(|&b| b < u64::MAX / 2)
+            .map(|b| b.saturating_sub(limit)),
+    ))
+}
+
+/// The cgroup path of directory `at` (one of `location.levels`), as `/proc` would name it.
+fn relative(location: &Location, at: &Path) -> String {
+    let up = location.levels.iter().position(|l| l == at).unwrap_or(0);
+    let mut parts: Vec<&str> = location.path.split('/').filter(|p| !p.is_empty()).collect();
+    parts.truncate(parts.len().saturating_sub(up));
+    format!("/{}", parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests;

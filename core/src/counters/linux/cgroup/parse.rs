@@ -1,0 +1,111 @@
+//! Pure parsers of the cgroup files: `/proc/PID/cgroup`, `/proc/PID/mountinfo`, limits
+//! (`max` or a number), `key value` files (`memory.stat`, `memory.events`,
+//! `memory.oom_control`).
+
+/// The memory cgroup paths of a `/proc/PID/cgroup`: (v1 `memory` hierarchy, v2 unified).
+pub(super) fn cgroup_paths(text: &str) -> (Option<String>, Option<String>) {
+    let (mut v1, mut v2) = (None, None);
+    for line in text.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if id == "0" && controllers.is_empty() {
+            v2 = Some(path.to_string());
+        } else if controllers.split(',').any(|c| c == "memory") {
+            v1 = Some(path.to_string());
+        }
+    }
+    (v1, v2)
+}
+
+/// A cgroup hierarchy's mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum MountKind {
+    /// cgroup2.
+    V2,
+    /// A v1 hierarchy with the memory controller.
+    V1Memory,
+}
+
+/// One cgroup mount from `mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Mount {
+    /// v1 memory or v2.
+    pub(super) kind: MountKind,
+    /// The cgroup the mount shows at its top (field 4: `/` unless a namespace or bind).
+    pub(super) root: String,
+    /// Where it is mounted.
+    pub(super) point: String,
+}
+
+/// The cgroup2 mounts and the v1 mounts of the memory controller in a `mountinfo`
+/// (`ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS`).
+pub(super) fn memory_mounts(text: &str) -> Vec<Mount> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((before, after)) = line.split_once(" - ") else {
+            continue;
+        };
+        let fields: Vec<&str> = before.split(' ').collect();
+        let (Some(root), Some(point)) = (fields.get(3), fields.get(4)) else {
+            continue;
+        };
+        let mut rest = after.split(' ');
+        let (fstype, _source, options) = (rest.next(), rest.next(), rest.next().unwrap_or(""));
+        let kind = match fstype {
+            Some("cgroup2") => MountKind::V2,
+            Some("cgroup") if options.split(',').any(|o| o == "memory") => MountKind::V1Memory,
+            _ => continue,
+        };
+        out.push(Mount {
+            kind,
+            root: unescape(root),
+            point: unescape(point),
+        });
+    }
+    out
+}
+
+/// `mountinfo` escapes space, tab, newline and backslash as `\ooo`.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).and_then(|d| {
+            let text = std::str::from_utf8(d).ok()?;
+            u8::from_str_radix(text, 8).ok()
+        });
+        match (bytes[i], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                i += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A limit file: `Some(None)` for `max` (no limit), `Some(Some(n))` for a number, `None`
+/// for anything else.
+pub(super) fn parse_limit(text: &str) -> Option<Option<u64>> {
+    match text.trim() {
+        "max" => Some(None),
+        number => number.parse().ok().map(Some),
+    }
+}
+
+/// The value of `key` in a `key value` file.
+pub(super) fn stat_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok())?
+    })
+}

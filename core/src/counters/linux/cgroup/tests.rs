@@ -1,0 +1,250 @@
+//! The cgroup reader on a recorded cgroup v2 host (`core/tests/fixtures/cgroup-v2`: a pod
+//! limited to 256 MiB with a container under it, and an OOM-killed job) and on trees made
+//! here: v1, hybrid mounts, `max`, unreadable and nonsense files.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is a failed test
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::parse::{cgroup_paths, memory_mounts, parse_limit, stat_value, MountKind};
+use super::*;
+
+const MIB: u64 = 1 << 20;
+const HOST: u64 = 1024 * MIB; // the recording VM's memory
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cgroup-v2")
+}
+
+fn limited(found: Found) -> CgroupMemory {
+    match found {
+        Found::Limited(memory) => memory,
+        other => panic!("no limit found: {other:?}"),
+    }
+}
+
+#[test]
+fn a_recorded_pod_limit_binds_its_container() {
+    let location = locate(&fixture(), "self").unwrap().unwrap();
+    assert_eq!(location.version, 2);
+    assert_eq!(location.path, "/kubepods.slice/pod1234/ctr-abcd");
+    assert_eq!(
+        location.levels.len(),
+        4,
+        "ctr, pod, slice, root: {location:?}"
+    );
+    let memory = limited(read_memory(&location, HOST));
+    // The container's memory.high (384 MiB) is above the pod's memory.max: the pod binds.
+    assert_eq!(memory.limit_path, "/kubepods.slice/pod1234");
+    assert_eq!(memory.limit_file, "memory.max");
+    assert_eq!(memory.limit_bytes, 256 * MIB);
+    assert_eq!(
+        memory.used_bytes, 105_693_184,
+        "the pod's memory.current, no inactive file"
+    );
+    assert_eq!(
+        (memory.swap_used_bytes, memory.swap_limit_bytes),
+        (Some(0), Some(0))
+    );
+    assert_eq!(memory.peak_bytes, Some(106_156_032));
+    assert_eq!(memory.oom_kills, Some(0));
+    let free = memory.free_percent();
+    assert!((free - 60.63).abs() < 0.01, "{free}");
+}
+
+#[test]
+fn the_recorded_oom_kill_and_peak_of_a_job_cgroup() {
+    let job = fixture().join("sys/fs/cgroup/job");
+    let location = Location {
+        version: 2,
+        path: "/job".into(),
+        levels: vec![job, fixture().join("sys/fs/cgroup")],
+    };
+    let memory = limited(read_memory(&location, HOST));
+    assert_eq!(memory.limit_bytes, 128 * MIB);
+    assert_eq!(memory.limit_path, "/job");
+    assert_eq!(memory.oom_kills, Some(1));
+    assert_eq!(
+        memory.peak_bytes,
+        Some(128 * MIB),
+        "the kernel's high-water mark"
+    );
+}
+
+#[test]
+fn a_limit_at_or_above_the_hosts_memory_binds_nothing() {
+    let location = locate(&fixture(), "self").unwrap().unwrap();
+    assert_eq!(read_memory(&location, 200 * MIB), Found::Unlimited);
+}
+
+#[test]
+fn proc_cgroup_lines_of_v1_v2_and_hybrid_hosts() {
+    let hybrid = "9:name=systemd:/\n6:freezer:/\n4:memory:/process_api/86ab\n0::/\n";
+    assert_eq!(
+        cgroup_paths(hybrid),
+        (Some("/process_api/86ab".into()), Some("/".into()))
+    );
+    assert_eq!(
+        cgroup_paths("0::/user.slice/x.scope\n"),
+        (None, Some("/user.slice/x.scope".into()))
+    );
+    assert_eq!(
+        cgroup_paths("4:cpu,memory:/a:b\n"),
+        (Some("/a:b".into()), None)
+    );
+    assert_eq!(cgroup_paths("garbage\n"), (None, None));
+}
+
+#[test]
+fn mountinfo_finds_v2_and_v1_memory_and_unescapes() {
+    let text = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory
+41 31 0:38 /docker/ab12 /sys/fs/cgroup/unified\\040dir rw - cgroup2 cgroup2 rw
+";
+    let mounts = memory_mounts(text);
+    assert_eq!(mounts.len(), 2, "{mounts:?}");
+    assert_eq!(mounts[0].kind, MountKind::V1Memory);
+    assert_eq!(mounts[0].point, "/sys/fs/cgroup/memory");
+    assert_eq!(mounts[1].kind, MountKind::V2);
+    assert_eq!(mounts[1].root, "/docker/ab12");
+    assert_eq!(mounts[1].point, "/sys/fs/cgroup/unified dir");
+}
+
+#[test]
+fn limits_and_key_value_files() {
+    assert_eq!(parse_limit("max\n"), Some(None));
+    assert_eq!(parse_limit("268435456\n"), Some(Some(256 * MIB)));
+    assert_eq!(parse_limit("-1"), None);
+    assert_eq!(parse_limit(""), None);
+    let events = "low 0\nhigh 0\nmax 35\noom 1\noom_kill 1\noom_group_kill 0\n";
+    assert_eq!(stat_value(events, "oom_kill"), Some(1));
+    assert_eq!(stat_value(events, "oom"), Some(1));
+    assert_eq!(stat_value(events, "missing"), None);
+    let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+    assert_eq!(stat_value(v1, "oom_kill"), Some(3));
+}
+
+/// A v1 host tree under `root`: our memory cgroup `/lab/job` limited at `/lab`.
+fn v1_tree(root: &Path, lab_limit: &str) -> PathBuf {
+    let proc_self = root.join("proc/self");
+    fs::create_dir_all(&proc_self).unwrap();
+    fs::write(proc_self.join("cgroup"), "4:memory:/lab/job\n0::/\n").unwrap();
+    fs::write(
+        proc_self.join("mountinfo"),
+        "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+         41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+    )
+    .unwrap();
+    let unified = root.join("sys/fs/cgroup/unified");
+    fs::create_dir_all(&unified).unwrap();
+    fs::write(unified.join("cgroup.controllers"), "").unwrap(); // an empty v2: hybrid
+    let top = root.join("sys/fs/cgroup/memory");
+    let job = top.join("lab/job");
+    fs::create_dir_all(&job).unwrap();
+    let none = "9223372036854771712\n"; // v1's "no limit"
+    fs::write(top.join("memory.limit_in_bytes"), none).unwrap();
+    fs::write(top.join("lab/memory.limit_in_bytes"), lab_limit).unwrap();
+    fs::write(
+        top.join("lab/memory.usage_in_bytes"),
+        format!("{}\n", 100 * MIB),
+    )
+    .unwrap();
+    fs::write(
+        top.join("lab/memory.stat"),
+        format!("cache 1\ntotal_inactive_file {}\n", 20 * MIB),
+    )
+    .unwrap();
+    fs::write(
+        top.join("lab/memory.max_usage_in_bytes"),
+        format!("{}\n", 150 * MIB),
+    )
+    .unwrap();
+    fs::write(
+        top.join("lab/memory.oom_control"),
+        "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+    )
+    .unwrap();
+    fs::write(job.join("memory.limit_in_bytes"), none).unwrap();
+    top
+}
+
+#[test]
+fn a_v1_limit_on_a_hybrid_host() {
+    let dir = tempfile::tempdir().unwrap();
+    v1_tree(dir.path(), &format!("{}\n", 256 * MIB));
+    let location = locate(dir.path(), "self").unwrap().unwrap();
+    assert_eq!(
+        location.version, 1,
+        "the empty v2 hierarchy has no memory controller"
+    );
+    let memory = limited(read_memory(&location, 24 << 30));
+    assert_eq!(memory.limit_path, "/lab");
+    assert_eq!(memory.limit_file, "memory.limit_in_bytes");
+    assert_eq!(memory.limit_bytes, 256 * MIB);
+    assert_eq!(
+        memory.used_bytes,
+        80 * MIB,
+        "usage less the inactive file cache"
+    );
+    assert_eq!(memory.reclaimable_bytes, 20 * MIB);
+    assert_eq!(
+        (memory.swap_used_bytes, memory.swap_limit_bytes),
+        (None, None),
+        "no memsw"
+    );
+    assert_eq!(memory.oom_kills, Some(2));
+    assert_eq!(memory.peak_bytes, Some(150 * MIB));
+}
+
+#[test]
+fn bad_cgroup_files_give_a_note_never_a_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = v1_tree(dir.path(), "lots\n");
+    let location = locate(dir.path(), "self").unwrap().unwrap();
+    let Found::Unreadable(note) = read_memory(&location, 24 << 30) else {
+        panic!("a nonsense limit was taken");
+    };
+    assert!(
+        note.contains("lab/memory.limit_in_bytes") && note.contains("lots"),
+        "{note}"
+    );
+    // A file that cannot be read (here a directory in its place).
+    fs::remove_file(top.join("lab/memory.limit_in_bytes")).unwrap();
+    fs::create_dir(top.join("lab/memory.limit_in_bytes")).unwrap();
+    let Found::Unreadable(note) = read_memory(&location, 24 << 30) else {
+        panic!("an unreadable limit was skipped");
+    };
+    assert!(note.contains("cannot read"), "{note}");
+    // No memory controller mounted at all: no cgroup, the host's numbers.
+    fs::write(dir.path().join("proc/self/mountinfo"), "").unwrap();
+    assert_eq!(locate(dir.path(), "self").unwrap(), None);
+    // No /proc/PID/cgroup (an old kernel, a sandbox): said, not guessed.
+    fs::remove_file(dir.path().join("proc/self/cgroup")).unwrap();
+    assert!(locate(dir.path(), "self")
+        .unwrap_err()
+        .contains("cannot read"));
+}
+
+#[test]
+fn the_counters_take_the_limit_and_keep_the_host() {
+    let memory = limited(read_memory(
+        &locate(&fixture(), "self").unwrap().unwrap(),
+        HOST,
+    ));
+    let host = crate::testdata::system_counters(5 * MIB, 90.0);
+    let seen = crate::counters::linux::under_limit(host.clone(), memory);
+    assert_eq!(seen.total_bytes, 256 * MIB);
+    assert!((seen.free_percent - 60.63).abs() < 0.01);
+    assert_eq!(
+        (seen.swap_used_bytes, seen.swap_total_bytes),
+        (0, 0),
+        "swap.max 0"
+    );
+    let cgroup = seen.cgroup.unwrap();
+    assert_eq!(cgroup.host_free_percent, 90.0);
+    assert_eq!(cgroup.host_swap_used_bytes, 5 * MIB);
+    assert_eq!(cgroup.host_total_bytes, HOST);
+}
