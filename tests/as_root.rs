@@ -143,6 +143,7 @@ fn a_member_with_a_dead_ancestors_pid_is_still_stopped() {
         let mut ancestor = Command::new("sh")
             .args(["-c", &script])
             .env("HEADROOM_HOME", test_home())
+            .env("HEADROOM_JOB_CGROUP", "off")
             .stdin(Stdio::null())
             .spawn()
             .unwrap();

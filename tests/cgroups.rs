@@ -111,3 +111,283 @@ fn a_job_the_oom_killer_ends_does_not_fit() {
     assert!(!stderr.contains("fits:"), "{stderr}");
     assert!(cg.pids().is_empty(), "nothing left in the cgroup");
 }
+
+/// The v1 or v2 cgroup path of `pid` for `controller` ("" for v2).
+fn cgroup_of(pid: u32, controller: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines().find_map(|line| {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let hit = if controller.is_empty() {
+            controllers.is_empty()
+        } else {
+            controllers.split(',').any(|c| c == controller)
+        };
+        hit.then(|| path.to_string())
+    })
+}
+
+/// The file that says whether the job's cgroup is frozen, and the word that says it is.
+fn freezer_state(pid: u32) -> Option<(std::path::PathBuf, &'static str)> {
+    match cgroup_of(pid, "freezer") {
+        Some(path) => Some((
+            std::path::Path::new("/sys/fs/cgroup/freezer")
+                .join(path.trim_start_matches('/'))
+                .join("freezer.state"),
+            "FROZEN",
+        )),
+        None => Some((
+            std::path::Path::new("/sys/fs/cgroup")
+                .join(cgroup_of(pid, "")?.trim_start_matches('/'))
+                .join("cgroup.events"),
+            "frozen 1",
+        )),
+    }
+}
+
+fn frozen(file: &std::path::Path, word: &str) -> bool {
+    std::fs::read_to_string(file).is_ok_and(|t| t.contains(word))
+}
+
+#[test]
+fn a_job_in_a_cgroup_of_its_own_is_frozen_thawed_and_stopped_whole() {
+    use support::guard::{control, Guard, WAIT};
+    use support::{hog_path, live_with_tag, tag, wait_until};
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let tag = tag("own-cgroup");
+    let hog = format!("{} 1M --hold 120 --tag {tag}", hog_path().display());
+    // A setsid worker, a double-forked one, and the leader itself.
+    let script = format!("setsid {hog} & ({hog} &) ; exec {hog}");
+    let mut guard = Guard::start_in_own_cgroup(
+        &[
+            "guard",
+            "--wait-free",
+            "0",
+            "--poll",
+            "0.2s",
+            "--grace",
+            "2s",
+            "-v",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+        &tag,
+    );
+    let me = guard.child.id();
+    let hogs = || -> Vec<u32> {
+        live_with_tag(&tag)
+            .into_iter()
+            .filter(|&p| p != me)
+            .collect()
+    };
+    assert!(wait_until(WAIT, || hogs().len() == 3), "{}", guard.stderr());
+    let memory_path = cgroup_of(hogs()[0], "memory")
+        .or_else(|| cgroup_of(hogs()[0], ""))
+        .unwrap();
+    assert!(
+        memory_path.contains(&format!("headroom-job-{me}-")),
+        "{memory_path}\n{}",
+        guard.stderr()
+    );
+    for pid in hogs() {
+        let path = cgroup_of(pid, "memory")
+            .or_else(|| cgroup_of(pid, ""))
+            .unwrap();
+        assert_eq!(path, memory_path, "every worker is in the job's cgroup");
+    }
+    // The leader: the hog the guard started (its parent is the guard).
+    let leader = hogs()
+        .into_iter()
+        .find(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(") ").next().map(str::to_string))
+                .and_then(|rest| rest.split(' ').nth(1).map(str::to_string))
+                == Some(me.to_string())
+        })
+        .unwrap();
+    let (state_file, word) = freezer_state(leader).unwrap();
+    assert!(
+        state_file
+            .to_string_lossy()
+            .contains(&format!("headroom-job-{me}-")),
+        "the job's own freezer: {}",
+        state_file.display()
+    );
+    let (code, err) = control("pause", leader);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        wait_until(WAIT, || frozen(&state_file, word)),
+        "{}",
+        guard.stderr()
+    );
+    assert!(
+        wait_until(WAIT, || guard.stderr().contains("paused")),
+        "{}",
+        guard.stderr()
+    );
+    // A SIGCONT from outside does not undo the freezer: the job stays paused.
+    for pid in hogs() {
+        // SAFETY: kill has no memory-safety preconditions; these are the test's hogs.
+        unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    }
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(frozen(&state_file, word), "a SIGCONT thawed the job");
+    assert!(
+        !guard.stderr().contains("resumed from outside"),
+        "{}",
+        guard.stderr()
+    );
+    let (code, err) = control("resume", leader);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        wait_until(WAIT, || !frozen(&state_file, word)),
+        "{}",
+        guard.stderr()
+    );
+    let (code, err) = control("stop", leader);
+    assert_eq!(code, Some(0), "{err}");
+    let exit = guard.wait();
+    assert_eq!(exit, Some(3), "stopped by the guard: {}", guard.stderr());
+    assert!(
+        wait_until(WAIT, || hogs().is_empty()),
+        "the setsid and double-forked workers too"
+    );
+    let dir = std::path::Path::new(if cgroup_of(me, "memory").is_some() {
+        "/sys/fs/cgroup/memory"
+    } else {
+        "/sys/fs/cgroup"
+    })
+    .join(memory_path.trim_start_matches('/'));
+    assert!(
+        wait_until(WAIT, || !dir.exists()),
+        "{} was left behind",
+        dir.display()
+    );
+    assert!(!state_file.exists(), "the freezer cgroup was left behind");
+}
+
+#[test]
+fn the_peak_of_an_allocation_faster_than_the_checks_is_the_kernels() {
+    use support::headroom;
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    // 300 MiB touched and freed in a fraction of a second: between two checks.
+    let hog = "b = bytearray(300 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n";
+    let out = headroom()
+        .env_remove("HEADROOM_JOB_CGROUP")
+        .args([
+            "guard",
+            "--wait-free",
+            "0",
+            "--poll",
+            "2s",
+            "--",
+            "python3",
+            "-c",
+            hog,
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let peak = stderr
+        .split("peak footprint ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_default()
+        .to_string();
+    let mb: f64 = peak.trim_end_matches(" MB").parse().unwrap_or(0.0);
+    assert!(
+        peak.ends_with(" MB") && mb >= 300.0,
+        "peak footprint {peak:?}\n{stderr}"
+    );
+}
+
+#[test]
+fn json_and_the_trace_say_how_members_were_found_and_where_it_ran() {
+    use support::headroom;
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let cg = MemCgroup::named("json-", 512);
+    let trace = test_home().join("cgroup-json.trace.jsonl");
+    let bin = headroom_bin();
+    let trace_arg = trace.display().to_string();
+    let out = run_in(
+        &cg,
+        &[
+            bin.to_str().unwrap(),
+            "guard",
+            "--wait-free",
+            "0",
+            "--json",
+            "--trace",
+            &trace_arg,
+            "--",
+            "true",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["tracking"]["by"], "cgroup", "{json}");
+    let own = json["tracking"]["cgroup"].as_str().unwrap();
+    assert!(
+        own.starts_with(&format!("{}/headroom-job-", cg.cgroup_path())),
+        "{own}"
+    );
+    let first = std::fs::read_to_string(&trace).unwrap();
+    let start: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    assert_eq!(start["memory_scope"], "cgroup", "{start}");
+    assert_eq!(start["total_memory"].as_u64(), Some(512 * MIB));
+    assert_eq!(start["cgroup"].as_str(), Some(cg.cgroup_path().as_str()));
+    // Turned off: tracked by its processes, and why.
+    let out = headroom()
+        .args(["guard", "--wait-free", "0", "--json", "--", "true"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["tracking"]["by"], "processes", "{json}");
+    assert!(json["tracking"]["why"]
+        .as_str()
+        .unwrap()
+        .contains("HEADROOM_JOB_CGROUP=off"));
+}
+
+#[test]
+fn the_guard_stops_a_slow_allocator_before_the_oom_killer_does() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let cg = MemCgroup::named("floor-", 256);
+    cg.without_swap();
+    let bin = headroom_bin();
+    // 80 MiB/s: the room above the 10 % floor (about 230 MiB) lasts under 3 s.
+    let hog = "import time\nchunks = []\nfor _ in range(150):\n    c = bytearray(4 << 20)\n    \
+               for i in range(0, len(c), 4096): c[i] = 1\n    chunks.append(c)\n    time.sleep(0.05)\n";
+    let out = run_in(
+        &cg,
+        &[
+            bin.to_str().unwrap(),
+            "guard",
+            "--wait-free",
+            "0",
+            "--",
+            "python3",
+            "-c",
+            hog,
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "stopped by the guard\n{stderr}");
+    assert!(
+        stderr.contains("doesn't fit") && !stderr.contains("OOM killer"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("free"), "{stderr}");
+}

@@ -148,6 +148,7 @@ fn an_ignored_signal_stays_ignored() {
     let mut guard = Command::new("sh")
         .args(["-c", &format!("trap '' HUP; exec {exe} guard -- sleep 2")])
         .env("HEADROOM_HOME", support::test_home())
+        .env("HEADROOM_JOB_CGROUP", "off")
         .stderr(Stdio::null())
         .spawn()
         .unwrap();

@@ -144,6 +144,7 @@ fn a_watched_job_marks_through_the_watch() {
         ])
         .env("PATH", path_with_headroom())
         .env("HEADROOM_HOME", test_home())
+        .env("HEADROOM_JOB_CGROUP", "off")
         .env_remove("HEADROOM_MARK")
         .stdout(Stdio::piped())
         .spawn()

@@ -49,6 +49,7 @@ impl Shell {
             .env("PS1", "$ ")
             .env("TERM", "dumb")
             .env("HEADROOM_HOME", test_home())
+            .env("HEADROOM_JOB_CGROUP", "off")
             .env(
                 "PATH",
                 format!(

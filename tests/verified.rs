@@ -441,6 +441,7 @@ fn json_to_a_closed_pipe_keeps_the_jobs_exit_code() {
     let status = Command::new("bash")
         .args(["-c", &script])
         .env("HEADROOM_HOME", test_home())
+        .env("HEADROOM_JOB_CGROUP", "off")
         .stderr(Stdio::null())
         .status()
         .unwrap();
@@ -517,6 +518,7 @@ fn a_long_home_keeps_pause_resume_and_stop() {
     let tag = sleep_tag(10);
     let mut child = headroom()
         .env("HEADROOM_HOME", &home)
+        .env("HEADROOM_JOB_CGROUP", "off")
         .args([
             "guard",
             "--wait-free",
@@ -538,6 +540,7 @@ fn a_long_home_keeps_pause_resume_and_stop() {
     let ask = |verb: &str| {
         Command::new(support::headroom_bin())
             .env("HEADROOM_HOME", &home)
+            .env("HEADROOM_JOB_CGROUP", "off")
             .args([verb, &leader.to_string()])
             .output()
             .unwrap()

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
 
-use crate::counters::{CounterSource, RunState};
+use crate::counters::{CounterSource, JobCgroup, RunState};
 use crate::process::{ProcessIdentity, TreeMemory};
 
 /// One live member of a job, as last looked at.
@@ -49,6 +49,10 @@ pub struct Members {
     unique_ids: HashSet<u64>,
     /// Looks so far: the lineage search runs every [`LINEAGE_EVERY`].
     looks: u64,
+    /// The job's own cgroup, where it has one: its processes are the members, exactly.
+    cgroup: Option<JobCgroup>,
+    /// The kernel's high-water mark of the cgroup's memory at the last look.
+    cgroup_peak_bytes: Option<u64>,
 }
 
 /// The lineage search (every pid asked who its parent was) runs once every this many looks:
@@ -71,7 +75,21 @@ impl Members {
             ever: HashSet::from([leader]),
             unique_ids: HashSet::new(),
             looks: 0,
+            cgroup: None,
+            cgroup_peak_bytes: None,
         }
+    }
+
+    /// The job runs in `cgroup`, its own: every process in it is a member, and a frozen
+    /// cgroup's members are stopped.
+    pub fn in_cgroup(mut self, cgroup: JobCgroup) -> Self {
+        self.cgroup = Some(cgroup);
+        self
+    }
+
+    /// The job's own cgroup, if it has one.
+    pub fn cgroup(&self) -> Option<&JobCgroup> {
+        self.cgroup.as_ref()
     }
 
     /// The job of a picked process: it and its descendants.
@@ -122,6 +140,16 @@ impl Members {
         if let Some(group) = self.group {
             found.extend(counters.group_pids(group).unwrap_or_default());
         }
+        let mut frozen = false;
+        if let Some(state) = self
+            .cgroup
+            .as_ref()
+            .and_then(|c| counters.job_cgroup(c).ok())
+        {
+            found.extend(state.pids);
+            frozen = state.frozen;
+            self.cgroup_peak_bytes = state.peak_bytes.or(self.cgroup_peak_bytes);
+        }
         if lineage && self.looks.is_multiple_of(LINEAGE_EVERY) {
             found.extend(self.forked_from_members(counters, &visited));
         }
@@ -136,6 +164,12 @@ impl Members {
                 if visited.insert(child) && self.add(counters, child) {
                     queue.push(child);
                 }
+            }
+        }
+        if frozen {
+            // A frozen cgroup's processes run no instruction, whatever /proc says of them.
+            for member in &mut self.live {
+                member.state = RunState::Stopped;
             }
         }
         self.live.len()
@@ -275,6 +309,18 @@ impl MemberSet {
         let mut members = self.lock();
         let memory = members.refresh(counters);
         (memory, members.live().to_vec())
+    }
+
+    /// The job's own cgroup, if it has one.
+    pub fn cgroup(&self) -> Option<JobCgroup> {
+        self.lock().cgroup().cloned()
+    }
+
+    /// The kernel's high-water mark of the job's memory at the last look, where the job has a
+    /// cgroup of its own (`memory.peak`, `max_usage_in_bytes`): measured even when an
+    /// allocation outruns the checks, and kept after the job's end.
+    pub fn kernel_peak_bytes(&self) -> Option<u64> {
+        self.lock().cgroup_peak_bytes
     }
 
     /// True when both handles share one set.

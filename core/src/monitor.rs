@@ -295,6 +295,7 @@ mod tests {
                 identity: id,
                 memory: None,
                 members: Vec::new(),
+                kernel_peak_bytes: None,
             }],
             ..start
         };

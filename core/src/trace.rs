@@ -110,6 +110,25 @@ pub struct EventRecord {
     pub note: Option<String>,
 }
 
+/// What a trace's `start` record says of where it ran: `total_memory` (what free is a share
+/// of: the host's, or the memory cgroup's limit where one binds), `memory_scope` (`host` or
+/// `cgroup`) and, under a limit, the cgroup and the host's memory.
+pub fn memory_meta(system: &crate::counters::SystemCounters) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("total_memory".into(), system.total_bytes.into());
+    match &system.cgroup {
+        Some(c) => {
+            meta.insert("memory_scope".into(), "cgroup".into());
+            meta.insert("cgroup".into(), c.limit_path.clone().into());
+            meta.insert("host_total_memory".into(), c.host_total_bytes.into());
+        }
+        None => {
+            meta.insert("memory_scope".into(), "host".into());
+        }
+    }
+    meta
+}
+
 /// RFC 3339 UTC with a `+00:00` offset, as stageload writes it.
 pub fn utc_string(t: SystemTime) -> String {
     let s = humantime::format_rfc3339_seconds(t).to_string();

@@ -81,6 +81,7 @@ impl Source for Recorded {
                 } else {
                     Vec::new()
                 },
+                kernel_peak_bytes: None,
             }],
             error: None,
         })

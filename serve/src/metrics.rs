@@ -213,14 +213,15 @@ impl Metrics {
             let counter = |name, help, v: u64| Family::single(name, help, Kind::Counter, v as f64);
             out.push(gauge(
                 "headroom_memory_total_bytes",
-                "Physical memory.",
+                "Physical memory, or the cgroup's limit where one binds (see headroom_memory_scope_info).",
                 s.total_bytes as f64,
             ));
             out.push(gauge(
                 "headroom_memory_free_ratio",
-                "Memory available to new work, 0 to 1 (macOS kern.memorystatus_level, Linux MemAvailable/MemTotal).",
+                "Memory available to new work, 0 to 1 (macOS kern.memorystatus_level, Linux MemAvailable/MemTotal, or the room under the cgroup's limit).",
                 s.free_percent / 100.0,
             ));
+            out.extend(scope_families(s));
             if let Some(level) = s.pressure {
                 out.push(gauge(
                     "headroom_memory_pressure_level",
@@ -242,28 +243,7 @@ impl Metrics {
                 "Swap configured (macOS: allocated so far).",
                 s.swap_total_bytes as f64,
             ));
-            let optional = [
-                (
-                    "headroom_memory_compressed_bytes",
-                    "Memory held compressed (macOS compressor, Linux zswap).",
-                    s.compressed_bytes,
-                ),
-                (
-                    "headroom_memory_wired_bytes",
-                    "Wired memory (Linux: Unevictable).",
-                    s.wired_bytes,
-                ),
-                (
-                    "headroom_memory_app_bytes",
-                    "App memory (macOS internal minus purgeable, Linux AnonPages).",
-                    s.app_bytes,
-                ),
-            ];
-            for (name, help, value) in optional {
-                if let Some(v) = value {
-                    out.push(gauge(name, help, v as f64));
-                }
-            }
+            out.extend(optional_families(s));
             out.push(counter(
                 "headroom_swapped_in_bytes_total",
                 "Bytes swapped in since boot.",
@@ -282,8 +262,20 @@ impl Metrics {
                 ));
             }
         }
+        out.extend(self.oom_family());
         out.extend(self.job_families());
         out
+    }
+
+    /// The OOM killer's count, where the OS has it.
+    fn oom_family(&self) -> Option<Family> {
+        let kills = self.latest.as_ref()?.oom_kills?;
+        Some(Family::single(
+            "headroom_oom_kills_total",
+            "Processes the kernel's OOM killer killed since boot, host-wide (Linux /proc/vmstat oom_kill).",
+            Kind::Counter,
+            kills as f64,
+        ))
     }
 
     fn job_families(&self) -> Vec<Family> {
@@ -375,3 +367,65 @@ fn short(command: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Where the memory numbers come from: `headroom_memory_scope_info{scope="host"}`, or
+/// `{scope="cgroup", cgroup=…, limit_file=…}` with the host's own numbers beside.
+fn scope_families(s: &SystemCounters) -> Vec<Family> {
+    let info = |labels| {
+        Family {
+        name: "headroom_memory_scope_info",
+        help: "Where the memory numbers come from: the host, or the memory cgroup whose limit binds (a container, a pod, a CI or Slurm job).",
+        kind: Kind::Gauge,
+        samples: vec![Sample { labels, value: 1.0 }],
+    }
+    };
+    let Some(c) = &s.cgroup else {
+        return vec![info(vec![("scope", "host".to_string())])];
+    };
+    let gauge = |name, help, v: f64| Family::single(name, help, Kind::Gauge, v);
+    vec![
+        info(vec![
+            ("scope", "cgroup".to_string()),
+            ("cgroup", c.limit_path.clone()),
+            ("limit_file", c.limit_file.clone()),
+        ]),
+        gauge(
+            "headroom_host_memory_total_bytes",
+            "The host's physical memory (under a cgroup limit).",
+            c.host_total_bytes as f64,
+        ),
+        gauge(
+            "headroom_host_memory_free_ratio",
+            "The host's memory available to new work, 0 to 1 (under a cgroup limit).",
+            c.host_free_percent / 100.0,
+        ),
+    ]
+}
+
+/// The memory numbers only some OSes have.
+fn optional_families(s: &SystemCounters) -> Vec<Family> {
+    let optional = [
+        (
+            "headroom_memory_compressed_bytes",
+            "Memory held compressed (macOS compressor, Linux zswap).",
+            s.compressed_bytes,
+        ),
+        (
+            "headroom_memory_wired_bytes",
+            "Wired memory (Linux: Unevictable).",
+            s.wired_bytes,
+        ),
+        (
+            "headroom_memory_app_bytes",
+            "App memory (macOS internal minus purgeable, Linux AnonPages).",
+            s.app_bytes,
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, help, value) in optional {
+        if let Some(v) = value {
+            out.push(Family::single(name, help, Kind::Gauge, v as f64));
+        }
+    }
+    out
+}

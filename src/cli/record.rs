@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::counters::Counters;
+use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::defaults::{self as d, text};
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::process::ProcessIdentity;
@@ -64,13 +64,17 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
             .context("installing signal handlers")?;
     }
 
+    let mut meta = start_meta(args);
+    if let Ok(system) = counters.read_system() {
+        meta.extend(headroom_core::trace::memory_meta(&system));
+    }
     let sampler = Sampler::start(counters, args.interval).context("starting the sampler")?;
     let samples = sampler.subscribe();
     for id in &tracked {
         sampler.track(&MemberSet::new(Members::of_process(*id)));
     }
     writer
-        .start(SystemTime::now(), args.interval, start_meta(args))
+        .start(SystemTime::now(), args.interval, meta)
         .with_context(|| format!("writing {}", args.output.display()))?;
 
     let mut written = 0u64;

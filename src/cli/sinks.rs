@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use headroom_core::counters::CounterSource;
+use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::drive::Sink;
 use headroom_core::engine::{words, JobView};
 use headroom_core::jobfile::Publisher;
@@ -14,7 +14,7 @@ use headroom_core::paths::Dirs;
 use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sample;
-use headroom_core::trace::{due, round_t, EventRecord, Record, TraceWriter};
+use headroom_core::trace::{due, memory_meta, round_t, EventRecord, Record, TraceWriter};
 use headroom_core::units::printable;
 use headroom_core::unix::fifo;
 use serde_json::Map;
@@ -90,6 +90,9 @@ impl TraceSink {
         let mut meta = Map::new();
         meta.insert("tool".into(), "headroom".into());
         meta.insert("command".into(), command.into());
+        if let Ok(system) = Counters::new().read_system() {
+            meta.extend(memory_meta(&system));
+        }
         writer
             .start(SystemTime::now(), poll, meta)
             .with_context(|| format!("writing {}", path.display()))?;

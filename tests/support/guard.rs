@@ -33,6 +33,21 @@ impl Guard {
         Guard { child, stderr }
     }
 
+    /// [`Guard::start`] with the job in a cgroup of its own (where the guard may make one):
+    /// the other tests turn it off to prove the process tracking.
+    pub fn start_in_own_cgroup(args: &[&str], name: &str) -> Guard {
+        let stderr = test_home().join(format!("{name}.stderr"));
+        let child = headroom()
+            .env_remove("HEADROOM_JOB_CGROUP")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        Guard { child, stderr }
+    }
+
     /// The guard's pid.
     pub fn pid(&self) -> u32 {
         self.child.id()

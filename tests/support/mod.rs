@@ -40,6 +40,9 @@ pub fn real_swap_lock() -> Option<MutexGuard<'static, ()>> {
 pub fn headroom() -> Command {
     let mut cmd = Command::new(headroom_bin());
     cmd.env("HEADROOM_HOME", test_home());
+    // These tests prove the process tracking (the macOS path, and Linux without cgroups);
+    // tests/cgroups.rs proves the job's own cgroup.
+    cmd.env("HEADROOM_JOB_CGROUP", "off");
     cmd
 }
 

@@ -122,6 +122,19 @@ pub trait CounterSource {
     fn all_pids(&self) -> Result<Vec<u32>> {
         Ok(self.scan_footprints()?.into_iter().map(|r| r.pid).collect())
     }
+
+    /// Our own cgroups, beneath which a job's own cgroup is made (Linux); `None` where there
+    /// are none, an error saying why they could not be found.
+    fn own_cgroup_dirs(&self) -> std::result::Result<Option<OwnDirs>, String> {
+        Ok(None)
+    }
+
+    /// What a job's own cgroup holds now (Linux); `Unsupported` where there are no cgroups.
+    fn job_cgroup(&self, cgroup: &JobCgroup) -> Result<JobCgroupState> {
+        Err(CounterError::Unsupported {
+            what: format!("cgroup {}", cgroup.path),
+        })
+    }
 }
 
 /// System-wide memory pressure, as the OS reports it.
@@ -219,6 +232,47 @@ pub struct SystemCounters {
     /// Why the cgroup could not be read, when it could not (the numbers are then the host's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_note: Option<String>,
+}
+
+/// A cgroup Headroom made for one job (Linux: `headroom guard` where it may create cgroups):
+/// nothing the job forks can leave it. Made and frozen by [`crate::unix::cgroup`], read by
+/// [`CounterSource::job_cgroup`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobCgroup {
+    /// cgroup version, 1 or 2.
+    pub version: u8,
+    /// Its memory cgroup's directory (v2: its one directory).
+    pub memory_dir: std::path::PathBuf,
+    /// Its v1 freezer cgroup's directory (v2 freezes in `memory_dir`); `None` without one.
+    pub freezer_dir: Option<std::path::PathBuf>,
+    /// Its path as `/proc/PID/cgroup` names it (the memory hierarchy's).
+    pub path: String,
+}
+
+/// Our own cgroups, where a job's own cgroup is made beneath.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnDirs {
+    /// 1 or 2.
+    pub version: u8,
+    /// Our memory cgroup's directory (v2: our cgroup).
+    pub memory_dir: std::path::PathBuf,
+    /// Its path as `/proc/self/cgroup` names it.
+    pub path: String,
+    /// Our v1 freezer cgroup's directory, if the freezer is mounted (v2 has one built in).
+    pub freezer_dir: Option<std::path::PathBuf>,
+}
+
+/// What a job's own cgroup holds now.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobCgroupState {
+    /// Every process in it (`cgroup.procs`): the job's members, exactly.
+    pub pids: Vec<u32>,
+    /// True when it is frozen (v1 `freezer.state` FROZEN; v2 `cgroup.events` `frozen 1`).
+    pub frozen: bool,
+    /// The kernel's high-water mark of its memory (`memory.peak`, `max_usage_in_bytes`).
+    pub peak_bytes: Option<u64>,
+    /// OOM kills in it.
+    pub oom_kills: Option<u64>,
 }
 
 /// A memory cgroup whose limit binds: a container's, a CI job's, a pod's, a Slurm job's.

@@ -132,7 +132,8 @@ pub fn run(
             ))
         })
         .ok();
-    let (members, spawned) = launch_job(counters, launch, marks.as_ref().map(MarkServer::path))?;
+    let (members, spawned, tracking) =
+        launch_job(counters, launch, marks.as_ref().map(MarkServer::path))?;
     let set = MemberSet::new(members);
     let mut engine = Engine::default();
     let (command, poll, owned) = (spec.command.clone(), spec.poll, spec.owned);
@@ -175,6 +176,7 @@ pub fn run(
         leader,
         view,
     );
+    effects.freeze_with(set.cgroup());
     let ran = catch_unwind(AssertUnwindSafe(|| {
         drive(&mut engine, job, poll, &mut source, &mut effects)
     }));
@@ -186,6 +188,10 @@ pub fn run(
     if let Some(spawned) = source.spawned.as_mut() {
         spawned.finish();
     }
+    #[cfg(target_os = "linux")]
+    if let Some(cgroup) = set.cgroup() {
+        crate::unix::cgroup::remove(&cgroup);
+    }
     drop(marks);
     let stop = engine.stop_report(job).cloned();
     let unfinished = effects.finish(engine.view(job), &|| interrupts.second());
@@ -194,6 +200,7 @@ pub fn run(
         pid: set.root().pid,
         verdict,
         stop,
+        tracking,
         unfinished_outputs: unfinished,
     })
 }
@@ -231,6 +238,11 @@ fn unwound(
     owned: bool,
     status: Option<JobStatus>,
 ) {
+    // A frozen job handles no signal: thawed first, whatever comes next.
+    #[cfg(target_os = "linux")]
+    if let Some(cgroup) = members.cgroup() {
+        let _ = crate::unix::cgroup::set_frozen(&cgroup, false);
+    }
     if owned {
         tracing::error!("the driver panicked: stopping its job");
         stop_members(counters, &Kernel, safety, members, Duration::from_secs(1));

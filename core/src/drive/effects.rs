@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::outputs::Outputs;
 use super::DriverEffects;
-use crate::counters::Counters;
+use crate::counters::{Counters, JobCgroup};
 use crate::effects::{JobSignal, SignalReport};
 use crate::enforce::{signal_each, Safety};
 use crate::engine::{Effects, JobView};
@@ -28,6 +28,8 @@ pub(super) struct LiveEffects<'a> {
     leader: Option<u32>,
     /// The job as last seen, handed to the outputs with each update.
     view: Arc<JobView>,
+    /// The job's own cgroup, where it has one: pause and resume freeze and thaw it.
+    cgroup: Option<JobCgroup>,
 }
 
 impl<'a> LiveEffects<'a> {
@@ -48,7 +50,60 @@ impl<'a> LiveEffects<'a> {
             terminal,
             leader,
             view,
+            cgroup: None,
         }
+    }
+
+    /// Pauses and resumes freeze and thaw `cgroup`, the job's own.
+    pub(super) fn freeze_with(&mut self, cgroup: Option<JobCgroup>) {
+        self.cgroup = cgroup;
+    }
+
+    /// Pause and resume by the job's cgroup freezer, where it has one and every member may
+    /// be signalled (the freezer would stop them all, a member of another user too); a stop
+    /// thaws it first (a frozen process handles no signal) and then signals. `None`: signal.
+    #[cfg(target_os = "linux")]
+    fn by_freezer(&self, signal: JobSignal, members: &[ProcessIdentity]) -> Option<SignalReport> {
+        use crate::unix::cgroup::{can_freeze, set_frozen};
+        let cgroup = self.cgroup.as_ref().filter(|c| can_freeze(c))?;
+        let frozen = match signal {
+            JobSignal::Pause => true,
+            JobSignal::Resume => false,
+            JobSignal::Terminate | JobSignal::Kill => {
+                let _ = set_frozen(cgroup, false);
+                return None;
+            }
+        };
+        if members
+            .iter()
+            .any(|id| self.safety.check(self.counters, id).is_err())
+        {
+            return None;
+        }
+        if let Err(e) = set_frozen(cgroup, frozen) {
+            tracing::warn!(error = %e, cgroup = %cgroup.path, "the freezer failed: signalling");
+            return None;
+        }
+        tracing::warn!(cgroup = %cgroup.path, frozen, "froze or thawed the job's cgroup");
+        if !frozen {
+            // A member stopped by anyone else (a Ctrl-Z) is continued as a resume does.
+            return Some(signal_each(
+                self.counters,
+                &Kernel,
+                self.safety,
+                members,
+                signal,
+            ));
+        }
+        Some(SignalReport {
+            reached: members.to_vec(),
+            ..SignalReport::default()
+        })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn by_freezer(&self, _signal: JobSignal, _members: &[ProcessIdentity]) -> Option<SignalReport> {
+        None
     }
 
     /// The job is over: the outputs write what is left (see [`Outputs::finish`]).
@@ -69,7 +124,9 @@ impl Effects for LiveEffects<'_> {
         signal: JobSignal,
         members: &[ProcessIdentity],
     ) -> SignalReport {
-        let report = signal_each(self.counters, &Kernel, self.safety, members, signal);
+        let report = self
+            .by_freezer(signal, members)
+            .unwrap_or_else(|| signal_each(self.counters, &Kernel, self.safety, members, signal));
         // While paused, the driver holds the terminal: Ctrl-C reaches it and stops the job.
         if let (Some(terminal), Some(leader)) = (&self.terminal, self.leader) {
             let _ = match signal {

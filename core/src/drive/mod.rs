@@ -42,6 +42,7 @@ mod wait;
 pub use driver::{drive, run, REPLY_WAIT};
 pub use outputs::{Outputs, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
 pub use replay::{replay, Replay};
+pub use spawned::Tracking;
 pub use wait::{wait_for_room, Waited};
 
 use std::io;
@@ -166,6 +167,8 @@ pub struct Outcome {
     /// What stopping it did, if it was stopped: verified at the end (`survivors` come from
     /// a complete, fresh look at the job).
     pub stop: Option<StopReport>,
+    /// How its members were found: a cgroup of its own, or its processes (and why).
+    pub tracking: Tracking,
     /// Outputs that could not write everything at the end (nobody read them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unfinished_outputs: Vec<String>,

@@ -182,6 +182,7 @@ impl TraceSource {
                     processes: record.processes.unwrap_or(1),
                 }),
                 members,
+                kernel_peak_bytes: None,
             }],
             error: None,
         }

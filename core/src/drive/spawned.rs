@@ -72,12 +72,23 @@ pub(super) fn launch_job(
     counters: &impl CounterSource,
     launch: Launch,
     mark_socket: Option<&std::path::Path>,
-) -> Result<(Members, Option<Spawned>), DriveError> {
+) -> Result<(Members, Option<Spawned>, Tracking), DriveError> {
     let (mut command, terminal) = match launch {
-        Launch::Process(id) => return Ok((Members::of_process(id), None)),
+        Launch::Process(id) => {
+            let why = "a running process: its cgroup is not Headroom's to change".to_string();
+            return Ok((Members::of_process(id), None, Tracking::Processes { why }));
+        }
         Launch::Command { command, terminal } => (command, terminal),
     };
     let reaper = jobctl::become_subreaper();
+    let made = own_cgroup(counters, &mut command);
+    let tracking = match &made {
+        Ok(cgroup) => Tracking::Cgroup {
+            cgroup: cgroup.path.clone(),
+        },
+        Err(why) => Tracking::Processes { why: why.clone() },
+    };
+    let cgroup = made.ok();
     command.process_group(0);
     if let Some(path) = mark_socket {
         command.env(MARK_ENV, path);
@@ -85,7 +96,16 @@ pub(super) fn launch_job(
     if let Some(terminal) = &terminal {
         terminal.hand_over_at_spawn(&mut command);
     }
-    let child = command.spawn().map_err(DriveError::Spawn)?;
+    let child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            #[cfg(target_os = "linux")]
+            if let Some(cgroup) = &cgroup {
+                crate::unix::cgroup::remove(cgroup);
+            }
+            return Err(DriveError::Spawn(e));
+        }
+    };
     let leader = child.id();
     drop(child); // reaped by `Spawned::reap`, never by std
     if let Some(terminal) = &terminal {
@@ -102,5 +122,72 @@ pub(super) fn launch_job(
         exit: None,
     };
     let reaper = reaper.then(std::process::id);
-    Ok((Members::of_command(id, reaper), Some(spawned)))
+    let members = Members::of_command(id, reaper);
+    let members = match cgroup {
+        Some(cgroup) => members.in_cgroup(cgroup),
+        None => members,
+    };
+    Ok((members, Some(spawned), tracking))
+}
+
+/// `HEADROOM_JOB_CGROUP=off`: no cgroup of the job's own, its processes tracked as on macOS.
+#[cfg(target_os = "linux")]
+const JOB_CGROUP_ENV: &str = "HEADROOM_JOB_CGROUP";
+
+/// A cgroup of the job's own beneath ours, joined by `command` at its start, where Headroom
+/// may make one (Linux: root, or a delegated subtree); else why not, said once (`-v`).
+#[cfg(target_os = "linux")]
+fn own_cgroup(
+    counters: &impl CounterSource,
+    command: &mut std::process::Command,
+) -> Result<crate::counters::JobCgroup, String> {
+    use crate::unix::cgroup;
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let made = if std::env::var_os(JOB_CGROUP_ENV).is_some_and(|v| v == "off") {
+        Err(format!("turned off ({JOB_CGROUP_ENV}=off)"))
+    } else {
+        counters.own_cgroup_dirs().and_then(|own| {
+            let own = own.ok_or_else(|| "no memory cgroup is mounted".to_string())?;
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let job = cgroup::create(&own, &format!("headroom-job-{}-{n}", std::process::id()))?;
+            match cgroup::join_at_spawn(command, &job) {
+                Ok(()) => Ok(job),
+                Err(e) => {
+                    cgroup::remove(&job);
+                    Err(format!("cannot join {}: {e}", job.path))
+                }
+            }
+        })
+    };
+    match &made {
+        Ok(job) => tracing::info!(cgroup = %job.path, "the job runs in a cgroup of its own"),
+        Err(why) => tracing::info!(%why, "no cgroup of the job's own: tracking its processes"),
+    }
+    made
+}
+
+/// Elsewhere there are no cgroups: the job is tracked by its processes.
+#[cfg(not(target_os = "linux"))]
+fn own_cgroup(
+    _counters: &impl CounterSource,
+    _command: &mut std::process::Command,
+) -> Result<crate::counters::JobCgroup, String> {
+    Err("this OS has no cgroups".to_string())
+}
+
+/// How a job's members are found: its own cgroup (exact), or its processes (its group, its
+/// descendants, and on macOS its lineage).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "by", rename_all = "lowercase")]
+pub enum Tracking {
+    /// A cgroup of its own.
+    Cgroup {
+        /// Its path.
+        cgroup: String,
+    },
+    /// Its processes.
+    Processes {
+        /// Why not a cgroup of its own.
+        why: String,
+    },
 }

@@ -61,6 +61,7 @@ pub fn wait_for_room(
             compressed_bytes: system.compressed_bytes,
             oom_kills: system.oom_kills,
             limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
+            kernel_peak_bytes: None,
         };
         match gate.decide(limits, &obs, busy_now.as_deref()) {
             StartDecision::Go => return Ok(Ok(())),

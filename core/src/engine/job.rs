@@ -9,8 +9,8 @@ use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
 use crate::effects::{JobSignal, SignalReport, StopReport};
 use crate::members::{Member, MemberSet};
 use crate::policy::{
-    check_interval, EndReason, EventGate, JobEvent, Ledger, Observation, OnBudget, StopReason,
-    Verdict, CALM_TOLERANCE_BYTES,
+    check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
+    OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
@@ -232,6 +232,7 @@ impl Job {
                 compressed_bytes: system.compressed_bytes,
                 oom_kills: system.oom_kills,
                 limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
+                kernel_peak_bytes: tracked.and_then(|t| t.kernel_peak_bytes),
             }
         });
         if let Some(obs) = &obs {
@@ -285,6 +286,7 @@ impl Job {
                 self.ledger.rate_bytes_per_second(),
                 self.spec.poll,
             )
+            .min(room_check_interval(&self.spec.limits, obs, self.spec.poll))
             .max(self.spec.min_check);
         }
         let mut limits = self.spec.limits.clone();

@@ -61,6 +61,7 @@ fn at(seq: u64, swap: u64, free: f64, root: ProcessIdentity, members: &[Member])
                 processes: u32::try_from(members.len()).unwrap_or(0),
             }),
             members: members.to_vec(),
+            kernel_peak_bytes: None,
         }],
         error: None,
     }

@@ -105,9 +105,12 @@ impl Ledger {
     }
 
     /// Records what the reading that found the job gone says of its end: the kernel's OOM
-    /// count and the limit (the peaks stay those of the job's life). Every observation
-    /// records them too.
+    /// count, the limit and the kernel's own peak of the job's memory (the sampled peaks
+    /// stay those of the job's life). Every observation records them too.
     pub fn record_end(&mut self, obs: &Observation) {
+        if let Some(f) = obs.kernel_peak_bytes {
+            self.peak_footprint_bytes = Some(self.peak_footprint_bytes.map_or(f, |p| p.max(f)));
+        }
         if let Some(kills) = obs.oom_kills {
             let (_, last) = self.oom_kills_first_last.get_or_insert((kills, kills));
             *last = kills;
@@ -176,7 +179,12 @@ impl Ledger {
         }
         if obs.free_percent < limits.kill_free_percent {
             self.low_free_strikes += 1;
-            if self.low_free_strikes >= LOW_FREE_STRIKES {
+            let strikes = if obs.limit_bytes.is_some() {
+                1
+            } else {
+                LOW_FREE_STRIKES
+            };
+            if self.low_free_strikes >= strikes {
                 return Some(StopReason::LowFree {
                     free_percent: obs.free_percent,
                     floor_percent: limits.kill_free_percent,

@@ -90,7 +90,25 @@ pub fn check_interval(
         .clamp(MIN_CHECK_INTERVAL, base)
 }
 
-/// Samples in a row below `kill_free_percent` that stop a job.
+/// The check interval under a memory limit (a cgroup's: the OOM killer acts at the limit,
+/// and there may be no swap to take the overflow): shorter as the room left above the free
+/// floor shrinks, that room split into four checks at [`ASSUMED_FILL_BYTES_PER_SECOND`], never
+/// under [`MIN_CHECK_INTERVAL`] nor over `base`. Without a limit, `base`.
+pub fn room_check_interval(limits: &Limits, obs: &Observation, base: Duration) -> Duration {
+    let base = base.max(MIN_CHECK_INTERVAL);
+    let Some(limit) = obs.limit_bytes else {
+        return base;
+    };
+    let room_percent = (obs.free_percent - limits.kill_free_percent).max(0.0);
+    let room_bytes = room_percent / 100.0 * limit as f64;
+    let seconds = room_bytes / ASSUMED_FILL_BYTES_PER_SECOND / CHECKS_BEFORE_BUDGET;
+    Duration::try_from_secs_f64(seconds)
+        .unwrap_or(base)
+        .clamp(MIN_CHECK_INTERVAL, base)
+}
+
+/// Samples in a row below `kill_free_percent` that stop a job (one under a memory limit: the
+/// OOM killer gives no second look).
 pub const LOW_FREE_STRIKES: u32 = 2;
 /// Checks in a row whose growth projection passes the budget that stop a job.
 pub const PROJECTED_CROSSINGS: u32 = 2;
@@ -184,6 +202,10 @@ pub struct Observation {
     /// The memory limit Headroom runs under (a cgroup's), where one binds.
     #[serde(default)]
     pub limit_bytes: Option<u64>,
+    /// The kernel's high-water mark of the job's memory (a cgroup of its own), where known:
+    /// the peak footprint is at least this.
+    #[serde(default)]
+    pub kernel_peak_bytes: Option<u64>,
 }
 
 mod events;

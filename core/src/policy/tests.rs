@@ -14,6 +14,7 @@ fn obs(t_ms: u64, swap: u64, free: f64) -> Observation {
         compressed_bytes: None,
         oom_kills: None,
         limit_bytes: None,
+        kernel_peak_bytes: None,
     }
 }
 
@@ -475,4 +476,37 @@ fn an_oom_kill_is_a_verdict_only_with_sigkill_and_a_rising_count() {
         .verdict(64 * MIB, EndReason::Signaled { signal: 9 })
         .oom_killed
         .is_none());
+}
+
+#[test]
+fn under_a_memory_limit_checks_quicken_as_room_runs_out_and_one_low_look_stops() {
+    let limits = Limits::default(); // floor 10 %
+    let base = Duration::from_millis(500);
+    let under = |limit: u64, free: f64| Observation {
+        limit_bytes: Some(limit),
+        ..obs(0, 0, free)
+    };
+    // (limit, free %, expected ms)
+    let cases: &[(u64, f64, u128)] = &[
+        (256 * MIB, 90.0, 100), // 205 MiB above the floor: 50 ms at 1 GiB/s, the fastest
+        (8 * GIB, 90.0, 500),   // 6.4 GiB of room: the poll
+        (8 * GIB, 20.0, 200),   // 819 MiB of room: four checks in 0.8 s
+        (8 * GIB, 5.0, 100),    // under the floor: the fastest
+    ];
+    for &(limit, free, want) in cases {
+        let got = room_check_interval(&limits, &under(limit, free), base).as_millis();
+        assert_eq!(got, want, "limit {limit} free {free}");
+    }
+    assert_eq!(
+        room_check_interval(&limits, &obs(0, 0, 12.0), base),
+        base,
+        "no limit"
+    );
+    // One look under the floor stops a job under a limit; on the host it takes two.
+    let mut job = Ledger::new(0);
+    let stop = job.observe(Some(&limits), &under(256 * MIB, 9.0));
+    assert!(matches!(stop, Some(StopReason::LowFree { .. })), "{stop:?}");
+    let mut job = Ledger::new(0);
+    assert_eq!(job.observe(Some(&limits), &obs(0, 0, 9.0)), None);
+    assert!(job.observe(Some(&limits), &obs(500, 0, 9.0)).is_some());
 }

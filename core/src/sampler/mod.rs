@@ -56,6 +56,9 @@ pub struct TrackedSample {
     /// the job engine verifies a stop or a pause against.
     #[serde(skip)]
     pub members: Vec<Member>,
+    /// The kernel's high-water mark of its memory, where it has a cgroup of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_peak_bytes: Option<u64>,
 }
 
 impl Sample {
@@ -136,6 +139,7 @@ pub fn read_sample(
                 identity: set.root(),
                 memory,
                 members,
+                kernel_peak_bytes: set.kernel_peak_bytes(),
             }
         })
         .collect();

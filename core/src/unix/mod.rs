@@ -6,6 +6,8 @@
 //! numbers come from [`crate::counters`]; together the two folders are the only code that
 //! calls into the OS (tests excepted).
 
+#[cfg(target_os = "linux")]
+pub mod cgroup;
 pub mod fifo;
 pub mod jobctl;
 pub mod peer;

@@ -144,3 +144,56 @@ fn jobs_are_labelled_and_each_end_is_counted_once() {
     let om = String::from_utf8(m.handle().get(Format::OpenMetrics).to_vec()).unwrap();
     assert!(om.ends_with("# EOF\n"));
 }
+
+#[test]
+fn the_scope_says_host_or_the_cgroup_whose_limit_binds() {
+    let host = headroom_core::testdata::system_counters(0, 90.0);
+    let names = |s: &SystemCounters| -> Vec<(String, Vec<(&'static str, String)>)> {
+        scope_families(s)
+            .into_iter()
+            .map(|f| (f.name.to_string(), f.samples[0].labels.clone()))
+            .collect()
+    };
+    assert_eq!(
+        names(&host),
+        vec![(
+            "headroom_memory_scope_info".to_string(),
+            vec![("scope", "host".to_string())]
+        )]
+    );
+    let pod = SystemCounters {
+        total_bytes: 256 << 20,
+        free_percent: 31.0,
+        cgroup: Some(Box::new(headroom_core::counters::CgroupMemory {
+            version: 2,
+            path: "/kubepods.slice/pod1234/ctr".into(),
+            limit_path: "/kubepods.slice/pod1234".into(),
+            limit_file: "memory.max".into(),
+            limit_bytes: 256 << 20,
+            used_bytes: 176 << 20,
+            reclaimable_bytes: 0,
+            swap_used_bytes: None,
+            swap_limit_bytes: None,
+            oom_kills: Some(0),
+            peak_bytes: None,
+            host_total_bytes: 24 << 30,
+            host_free_percent: 97.0,
+            host_swap_used_bytes: 0,
+        })),
+        ..host
+    };
+    let families = scope_families(&pod);
+    let info = &families[0].samples[0].labels;
+    assert_eq!(info[0], ("scope", "cgroup".to_string()));
+    assert_eq!(info[1], ("cgroup", "/kubepods.slice/pod1234".to_string()));
+    let host_total = families
+        .iter()
+        .find(|f| f.name == "headroom_host_memory_total_bytes")
+        .unwrap();
+    assert_eq!(host_total.samples[0].value, (24u64 << 30) as f64);
+    let host_free = families
+        .iter()
+        .find(|f| f.name == "headroom_host_memory_free_ratio")
+        .unwrap();
+    assert!((host_free.samples[0].value - 0.97).abs() < 1e-9);
+}

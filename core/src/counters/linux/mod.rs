@@ -26,8 +26,8 @@ use self::parse::{
     parse_status, parse_vmstat, Stat,
 };
 use super::{
-    CgroupMemory, CounterSource, FootprintRow, ProcessInfo, ProcessMemory, ProcessState, Result,
-    RunState, SystemCounters,
+    CgroupMemory, CounterSource, FootprintRow, JobCgroup, JobCgroupState, OwnDirs, ProcessInfo,
+    ProcessMemory, ProcessState, Result, RunState, SystemCounters,
 };
 use crate::error::CounterError;
 
@@ -213,6 +213,20 @@ fn under_limit(host: SystemCounters, mut cgroup: CgroupMemory) -> SystemCounters
 }
 
 impl CounterSource for Counters {
+    /// `cgroup.procs`, the freezer's state, and the kernel's peak and OOM count of a job's
+    /// own cgroup.
+    fn job_cgroup(&self, job: &JobCgroup) -> Result<JobCgroupState> {
+        cgroup::job_state(job)
+    }
+
+    /// Our own cgroup directories (memory, and the v1 freezer), found under the root.
+    fn own_cgroup_dirs(&self) -> std::result::Result<Option<OwnDirs>, String> {
+        match &self.cgroup_root {
+            Some(root) => cgroup::own_dirs(root),
+            None => Ok(None),
+        }
+    }
+
     /// System-wide counters: `meminfo`, `vmstat`, and PSI where the kernel has it.
     fn read_system(&self) -> Result<SystemCounters> {
         let meminfo_path = self.path("meminfo");

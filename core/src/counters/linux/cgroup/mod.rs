@@ -26,8 +26,9 @@ mod parse;
 
 use std::path::{Path, PathBuf};
 
-use self::parse::{cgroup_paths, memory_mounts, parse_limit, stat_value, MountKind};
-use crate::counters::CgroupMemory;
+use self::parse::{cgroup_paths, memory_mounts, parse_limit, stat_value, v1_path, MountKind};
+use crate::counters::{CgroupMemory, JobCgroup, JobCgroupState, OwnDirs, Result as CounterResult};
+use crate::error::CounterError;
 
 /// Where a process's memory cgroup is: resolved once per process and kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +99,75 @@ pub fn locate(root: &Path, pid: &str) -> Result<Option<Location>, String> {
         path,
         levels,
     }))
+}
+
+/// Finds our own cgroup directories under `root`; `None` without a memory cgroup.
+pub fn own_dirs(root: &Path) -> Result<Option<OwnDirs>, String> {
+    let Some(location) = locate(root, "self")? else {
+        return Ok(None);
+    };
+    let Some(memory_dir) = location.levels.first().cloned() else {
+        return Ok(None);
+    };
+    let freezer_dir = if location.version == 1 {
+        let read = |file: &str| std::fs::read_to_string(root.join("proc/self").join(file));
+        match (read("cgroup"), read("mountinfo")) {
+            (Ok(cgroups), Ok(mountinfo)) => {
+                v1_path(&cgroups, &mountinfo, "freezer").map(|(point, inside)| {
+                    root.join(point.trim_start_matches('/'))
+                        .join(inside.trim_start_matches('/'))
+                })
+            }
+            _ => None,
+        }
+    } else {
+        None
+    };
+    Ok(Some(OwnDirs {
+        version: location.version,
+        memory_dir,
+        path: location.path,
+        freezer_dir,
+    }))
+}
+
+/// What a job's own cgroup holds now: its processes, whether it is frozen, the kernel's
+/// peak and OOM count.
+pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
+    let io = |e: String| CounterError::Io {
+        what: format!("cgroup {}", job.path),
+        source: std::io::Error::other(e),
+    };
+    let procs = read(&job.memory_dir, "cgroup.procs")
+        .map_err(io)?
+        .ok_or_else(|| io("its directory is gone".to_string()))?;
+    let pids = procs
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let frozen = match (job.version, &job.freezer_dir) {
+        (2, _) => {
+            read(&job.memory_dir, "cgroup.events")
+                .map_err(io)?
+                .and_then(|events| stat_value(&events, "frozen"))
+                == Some(1)
+        }
+        (_, Some(freezer)) => read(freezer, "freezer.state")
+            .map_err(io)?
+            .is_some_and(|state| state.trim() == "FROZEN"),
+        _ => false,
+    };
+    let files = if job.version == 2 { &V2 } else { &V1 };
+    let peak_bytes = number(&job.memory_dir, files.peak).map_err(io)?;
+    let oom_kills = read(&job.memory_dir, files.oom.0)
+        .map_err(io)?
+        .and_then(|text| stat_value(&text, files.oom.1));
+    Ok(JobCgroupState {
+        pids,
+        frozen,
+        peak_bytes,
+        oom_kills,
+    })
 }
 
 /// Reads one cgroup file; `Ok(None)` when the kernel has no such file there (the root

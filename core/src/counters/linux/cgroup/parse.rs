@@ -109,3 +109,35 @@ pub(super) fn stat_value(text: &str, key: &str) -> Option<u64> {
         (k == key).then(|| v.trim().parse().ok())?
     })
 }
+
+/// A v1 controller's hierarchy for a process: (its mount point, the process's path inside
+/// it), from `/proc/PID/cgroup` and `mountinfo`.
+pub(super) fn v1_path(
+    cgroups: &str,
+    mountinfo: &str,
+    controller: &str,
+) -> Option<(String, String)> {
+    let path = cgroups.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    })?;
+    mountinfo.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        let fields: Vec<&str> = before.split(' ').collect();
+        let mut rest = after.split(' ');
+        let (fstype, _source, options) = (rest.next()?, rest.next()?, rest.next().unwrap_or(""));
+        if fstype != "cgroup" || !options.split(',').any(|o| o == controller) {
+            return None;
+        }
+        let root = unescape(fields.get(3)?);
+        let inside = path
+            .strip_prefix(root.as_str())
+            .unwrap_or(&path)
+            .to_string();
+        Some((unescape(fields.get(4)?), inside))
+    })
+}
