@@ -21,6 +21,7 @@ pub mod effects;
 pub mod enforce;
 pub mod engine;
 pub mod error;
+pub mod fit;
 pub mod history;
 pub mod jobfile;
 #[cfg(unix)]

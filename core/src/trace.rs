@@ -129,6 +129,12 @@ pub fn memory_meta(system: &crate::counters::SystemCounters) -> Map<String, Valu
     meta
 }
 
+/// The time a `start` record's `utc` names (RFC 3339 UTC, `+00:00` or `Z`), if it is one.
+pub fn parse_utc(text: &str) -> Option<SystemTime> {
+    let stem = text.strip_suffix("+00:00").unwrap_or(text);
+    humantime::parse_rfc3339_weak(stem.trim_end_matches('Z')).ok()
+}
+
 /// RFC 3339 UTC with a `+00:00` offset, as stageload writes it.
 pub fn utc_string(t: SystemTime) -> String {
     let s = humantime::format_rfc3339_seconds(t).to_string();

@@ -17,6 +17,8 @@ pub const INVALID: i32 = 2;
 pub const STOPPED: i32 = 3;
 /// There was never room to start.
 pub const NO_ROOM: i32 = 4;
+/// `fit`: no past run of the job's key to predict from.
+pub const NO_HISTORY: i32 = 5;
 /// The guard tried to stop the job and could not: members still run (another user's, one
 /// that survived SIGKILL).
 pub const NOT_STOPPED: i32 = 6;

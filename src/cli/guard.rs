@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::budget::JobArgs;
 use super::exit;
+use super::history::{after_end, before_start, HistoryFlags};
 use super::output::{print_json, say};
 use super::report::Report;
 use super::signals::Signals;
@@ -70,6 +71,8 @@ pub struct GuardArgs {
     /// Do not append the report to $GITHUB_STEP_SUMMARY.
     #[arg(long)]
     no_step_summary: bool,
+    #[command(flatten)]
+    history: HistoryFlags,
     /// The command to run, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -124,6 +127,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         args.job.run.poll,
     )?;
 
+    let before = before_start(&counters, &args.command, &args.history);
     if let Err(reason) = wait_for_room(
         &counters,
         &limits,
@@ -165,6 +169,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    after_end(&before, &outcome, &args.history);
     finished(&outcome, report.as_ref(), args.job.run.json)
 }
 

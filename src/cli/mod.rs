@@ -6,7 +6,9 @@
 mod budget;
 mod control;
 pub mod exit;
+mod fit;
 mod guard;
+mod history;
 mod mark;
 mod output;
 mod plot;
@@ -64,6 +66,10 @@ enum Command {
     /// Summarise, plot or replay a memory trace.
     #[command(subcommand)]
     Trace(trace_cmd::TraceCommand),
+    /// Past runs: of one key, every key, forget them, import traces as runs.
+    History(history::HistoryArgs),
+    /// Will a job fit now, from its past runs? Runs nothing.
+    Fit(fit::FitArgs),
 }
 
 /// Runs the parsed command; the exit code is the command's.
@@ -79,6 +85,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stop(args) => control::run(Control::Stop, &args),
         Command::Serve(args) => serve::run(&args),
         Command::Trace(cmd) => trace_cmd::run(&cmd),
+        Command::History(args) => history::run_history(&args),
+        Command::Fit(args) => fit::run_fit(&args),
     }
 }
 

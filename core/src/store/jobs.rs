@@ -4,7 +4,7 @@
 use rusqlite::{params, Row};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, ACTIVE_JOB_COLUMNS, JOB_COLUMNS};
+use super::{RunContext, Store, StoreError, ACTIVE_JOB_COLUMNS, JOB_COLUMNS};
 use crate::counters::{CounterSource, Counters};
 use crate::policy::OnBudget;
 use crate::process::ProcessIdentity;
@@ -21,27 +21,14 @@ pub struct JobRecord {
 }
 
 impl Store {
-    /// Records a finished job; returns its id.
+    /// Records a finished job (its key from its command line, nothing else known of the run);
+    /// returns its id.
     pub fn record_job(&mut self, job: &FinishedJob) -> Result<i64, StoreError> {
-        let verdict_json = serde_json::to_string(&job.verdict)?;
-        self.conn.execute(
-            "INSERT INTO jobs (pid, start_time, command, mode, started_at_ms, ended_at_ms, fits, \
-             swap_growth_bytes, peak_footprint_bytes, verdict_json) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                job.identity.pid,
-                job.identity.start_time,
-                job.command,
-                job.mode.as_str(),
-                job.started_at_ms,
-                job.ended_at_ms,
-                job.verdict.fits,
-                job.verdict.swap_growth_bytes,
-                job.verdict.peak_footprint_bytes,
-                verdict_json,
-            ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+        let context = RunContext {
+            key: crate::fit::key_of_command_line(&job.command),
+            ..RunContext::default()
+        };
+        self.record_run(job, &context)
     }
 
     /// The `limit` jobs that ended last, newest first. Rows that cannot be read back (an

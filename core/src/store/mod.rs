@@ -25,13 +25,15 @@ use crate::paths::{move_aside, unix_seconds_now};
 use crate::units::unix_ms;
 
 mod jobs;
+mod runs;
 pub use jobs::JobRecord;
+pub use runs::{KeySummary, RunContext, RunRow};
 
 /// The schema version this code writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
@@ -79,6 +81,17 @@ ALTER TABLE active_guards ADD COLUMN paused_since_ms INTEGER;
     // Watches are saved there too: the table is every running job to take up again.
     r"
 ALTER TABLE active_guards RENAME TO active_jobs;
+",
+    // One run history for the CLI and the app: what a prediction needs (`crate::fit`).
+    r"
+ALTER TABLE jobs ADD COLUMN key TEXT;
+ALTER TABLE jobs ADD COLUMN need_bytes INTEGER;
+ALTER TABLE jobs ADD COLUMN need_lower_bound INTEGER;
+ALTER TABLE jobs ADD COLUMN total_bytes INTEGER;
+ALTER TABLE jobs ADD COLUMN free_start_percent REAL;
+ALTER TABLE jobs ADD COLUMN cwd TEXT;
+ALTER TABLE jobs ADD COLUMN hostname TEXT;
+CREATE INDEX jobs_by_key ON jobs (key, ended_at_ms);
 ",
 ];
 
@@ -272,6 +285,12 @@ impl Store {
             format!("SELECT {ACTIVE_JOB_COLUMNS} FROM active_jobs LIMIT 0"),
         ] {
             conn.prepare(&sql).map_err(mismatch)?;
+        }
+        // It holds command lines: this user's only.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
         }
         Ok(Store {
             conn,

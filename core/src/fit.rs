@@ -1,0 +1,237 @@
+//! Will it fit, before it starts: a job's key, the need of one past run, the prediction from
+//! several, and the answer for the memory free now. Pure: the store supplies the runs, the
+//! counters the free memory.
+//!
+//! - **Key**: the command line with what varies between runs of the same job normalised:
+//!   the program by its file name (`/usr/bin/python3.11` → `python3`), and for an
+//!   interpreter (python, node, ruby, perl, sh, bash …) its script by its file name too;
+//!   the arguments are kept. `--key NAME` names a job explicitly instead.
+//! - **Need of a run**: what it took, plus its swap growth (the part that did not fit). What
+//!   it took is its peak footprint where the footprint is exact (Linux: `RssAnon +
+//!   RssShmem`), and the drop of free memory from its start to its lowest where it is not
+//!   (macOS, and the recorded Mac traces): the footprint misleads there both ways: pages the
+//!   kernel compressed or swapped out leave it (a run that swapped looks smaller than it
+//!   was: 18.5 GB of footprint while swap grew 9.6 GB), and mapped files count in it (a
+//!   recorded Pixal3D run peaked at a 69.6 GB footprint on a 48 GB Mac without swapping;
+//!   free memory fell by 27 GB). What the kernel swaps out comes back into free memory, so
+//!   the drop and the swap growth add up to what the run took. Free memory at the start is
+//!   not part of the need: other processes move it by gigabytes between runs, and the
+//!   answer compares the need with the free memory of the moment instead. A run that did
+//!   not end on its own (stopped by the guard, OOM-killed, ended by a signal, interrupted)
+//!   measured a lower bound: it is raised to max(need × 1.2, need + 100 MiB), as
+//!   Kubernetes' VPA raises an OOM-killed run.
+//! - **Prediction**: one or two runs: their largest need × 1.15. Three or more: the 90th
+//!   percentile of the needs, each weighted by age with a 24-hour half-life, × 1.15 (the VPA
+//!   recommender's target and margin), and never under the largest need of the last three.
+//! - **Answer**: it fits when the prediction is at most the free memory above the free floor
+//!   (the guard would stop it under the floor).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::policy::{EndReason, Verdict};
+
+/// The margin on the need.
+pub const MARGIN: f64 = 1.15;
+/// The weight of a run halves every this long.
+pub const HALF_LIFE: Duration = Duration::from_secs(24 * 3600);
+/// The percentile of the weighted needs the prediction takes (three runs or more).
+pub const PERCENTILE: f64 = 0.9;
+/// A lower-bound need (a run that did not end on its own) is raised at least this much.
+const LOWER_BOUND_BYTES: u64 = 100 << 20;
+/// … and at least by this factor.
+const LOWER_BOUND_FACTOR: f64 = 1.2;
+
+const INTERPRETERS: &[&str] = &[
+    "python", "python2", "python3", "pypy", "pypy3", "node", "deno", "bun", "ruby", "perl", "php",
+    "sh", "bash", "zsh", "dash", "Rscript", "julia", "lua",
+];
+
+/// The file name of `path`, with a version suffix of an interpreter dropped
+/// (`python3.11` → `python3`).
+fn program_name(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.split_once('.') {
+        Some((stem, version))
+            if INTERPRETERS.contains(&stem)
+                && version.chars().all(|c| c.is_ascii_digit() || c == '.') =>
+        {
+            stem.to_string()
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// The key of a job run as `argv`, or `explicit` when given (`--key`).
+pub fn job_key(argv: &[String], explicit: Option<&str>) -> String {
+    if let Some(key) = explicit {
+        return key.trim().to_string();
+    }
+    let Some((program, args)) = argv.split_first() else {
+        return String::new();
+    };
+    let program = program_name(program);
+    let mut parts = vec![program.clone()];
+    let mut args = args.iter().peekable();
+    if INTERPRETERS.contains(&program.as_str()) {
+        // Options before the script (`python3 -u gen.py`) stay; the script is named by its
+        // file name. `-c CODE` and `-m MODULE` are kept as they are.
+        while let Some(arg) = args.next() {
+            if arg == "-c" || arg == "-m" {
+                parts.push(arg.clone());
+                parts.extend(args.next().cloned());
+                break;
+            }
+            if arg.starts_with('-') {
+                parts.push(arg.clone());
+                continue;
+            }
+            parts.push(arg.rsplit('/').next().unwrap_or(arg).to_string());
+            break;
+        }
+    }
+    parts.extend(args.cloned());
+    parts.join(" ")
+}
+
+/// The key of a job known only by its command line (a process picked in the app): split on
+/// spaces.
+pub fn key_of_command_line(command: &str) -> String {
+    let argv: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    job_key(&argv, None)
+}
+
+/// How what a run took is measured (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Taken {
+    /// By its peak footprint (exact on Linux).
+    Footprint,
+    /// By the drop of free memory from `free_start_percent` to its lowest, of `total_bytes`.
+    FreeDrop {
+        /// The memory it ran in.
+        total_bytes: u64,
+        /// Free memory at its start, percent.
+        free_start_percent: f64,
+    },
+}
+
+impl Taken {
+    /// This OS's measure for a run that started with `free_start_percent` of `total_bytes`
+    /// free: the footprint where it is exact (Linux), the drop of free memory elsewhere.
+    pub fn here(total_bytes: u64, free_start_percent: f64) -> Self {
+        if cfg!(target_os = "linux") {
+            Taken::Footprint
+        } else {
+            Taken::FreeDrop {
+                total_bytes,
+                free_start_percent,
+            }
+        }
+    }
+}
+
+/// What one run needed, bytes, and whether that is only a lower bound (it did not end on
+/// its own), already raised (see the module docs).
+pub fn need_of(verdict: &Verdict, taken: Taken) -> (u64, bool) {
+    let footprint = verdict.peak_footprint_bytes.unwrap_or(0);
+    let taken = match (taken, verdict.lowest_free_percent) {
+        (
+            Taken::FreeDrop {
+                total_bytes,
+                free_start_percent,
+            },
+            Some(lowest),
+        ) => ((free_start_percent - lowest).max(0.0) / 100.0 * total_bytes as f64) as u64,
+        _ => footprint,
+    };
+    let measured = taken.saturating_add(verdict.swap_growth_bytes);
+    let lower_bound = match &verdict.ended {
+        EndReason::Exited { .. } | EndReason::Vanished => false,
+        EndReason::Signaled { .. }
+        | EndReason::Stopped { .. }
+        | EndReason::Interrupted { .. }
+        | EndReason::NotStopped { .. } => true,
+    };
+    if !lower_bound {
+        return (measured, false);
+    }
+    let raised = (measured as f64 * LOWER_BOUND_FACTOR) as u64;
+    (raised.max(measured.saturating_add(LOWER_BOUND_BYTES)), true)
+}
+
+/// One past run, as the prediction reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PastRun {
+    /// Its need, bytes (raised when a lower bound).
+    pub need_bytes: u64,
+    /// How long ago it ended.
+    pub age: Duration,
+    /// True when it did not fit.
+    pub did_not_fit: bool,
+}
+
+/// A predicted need and what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// The predicted need, bytes.
+    pub need_bytes: u64,
+    /// How many runs it rests on.
+    pub runs: usize,
+    /// The age of the oldest of them.
+    pub oldest: Duration,
+    /// How many of them did not fit.
+    pub did_not_fit: usize,
+}
+
+/// The weighted `q`-quantile of `(value, weight)`.
+fn weighted_quantile(mut values: Vec<(u64, f64)>, q: f64) -> u64 {
+    values.sort_by_key(|&(v, _)| v);
+    let total: f64 = values.iter().map(|&(_, w)| w).sum();
+    let mut seen = 0.0;
+    for &(value, weight) in &values {
+        seen += weight;
+        if seen >= q * total {
+            return value;
+        }
+    }
+    values.last().map_or(0, |&(v, _)| v)
+}
+
+/// The prediction from `runs`, newest first; `None` without any.
+pub fn predict(runs: &[PastRun]) -> Option<Prediction> {
+    let largest = runs.iter().map(|r| r.need_bytes).max()?;
+    let base = if runs.len() <= 2 {
+        largest
+    } else {
+        let weighted: Vec<(u64, f64)> = runs
+            .iter()
+            .map(|r| {
+                let halves = r.age.as_secs_f64() / HALF_LIFE.as_secs_f64();
+                (r.need_bytes, 0.5f64.powf(halves).max(1e-9))
+            })
+            .collect();
+        let recent = runs.iter().take(3).map(|r| r.need_bytes).max().unwrap_or(0);
+        weighted_quantile(weighted, PERCENTILE).max(recent)
+    };
+    Some(Prediction {
+        need_bytes: (base as f64 * MARGIN) as u64,
+        runs: runs.len(),
+        oldest: runs.iter().map(|r| r.age).max().unwrap_or_default(),
+        did_not_fit: runs.iter().filter(|r| r.did_not_fit).count(),
+    })
+}
+
+/// The answer for `free_bytes` free now with a free floor of `floor_bytes`: `Ok(room left)`
+/// when it fits, `Err(short by)` when it does not.
+pub fn answer(prediction: &Prediction, free_bytes: u64, floor_bytes: u64) -> Result<u64, u64> {
+    let room = free_bytes.saturating_sub(floor_bytes);
+    if prediction.need_bytes <= room {
+        Ok(room - prediction.need_bytes)
+    } else {
+        Err(prediction.need_bytes - room)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+//! The run history: every job that ended, whoever ran it (`headroom guard`, `watch`, the
+//! app), with what a prediction of its next run needs ([`crate::fit`]): its key, its need,
+//! the memory it ran in. Rows of the `jobs` table; many writers at once are safe (WAL, a
+//! busy timeout, one short statement per record).
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{Store, StoreError};
+use crate::engine::FinishedJob;
+use crate::fit::{need_of, PastRun, Taken};
+
+/// What is known of a run beyond its verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunContext {
+    /// The job's key ([`crate::fit::job_key`]).
+    pub key: String,
+    /// The memory it ran in: the host's, or its cgroup's limit.
+    pub total_bytes: Option<u64>,
+    /// Free memory at its start, percent.
+    pub free_start_percent: Option<f64>,
+    /// Its working directory.
+    pub cwd: Option<String>,
+    /// The machine.
+    pub hostname: Option<String>,
+    /// How what the run took is measured.
+    pub taken: Taken,
+}
+
+impl Default for RunContext {
+    fn default() -> Self {
+        RunContext {
+            key: String::new(),
+            total_bytes: None,
+            free_start_percent: None,
+            cwd: None,
+            hostname: None,
+            taken: Taken::Footprint,
+        }
+    }
+}
+
+/// One past run of a key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRow {
+    /// Row id.
+    pub id: i64,
+    /// Its command line.
+    pub command: String,
+    /// When it ended, ms since the Unix epoch.
+    pub ended_at_ms: i64,
+    /// The verdict's label (`fits`, `tight`, `doesnt_fit`, `stopped`).
+    pub verdict: String,
+    /// Its need, bytes (raised when a lower bound).
+    pub need_bytes: u64,
+    /// True when the need is a lower bound (the run did not end on its own).
+    pub need_lower_bound: bool,
+    /// The memory it ran in, where known.
+    pub total_bytes: Option<u64>,
+    /// Free memory at its start, percent, where known.
+    pub free_start_percent: Option<f64>,
+}
+
+impl RunRow {
+    /// This run as the prediction reads it, `now_ms` being now.
+    pub fn past_run(&self, now_ms: i64) -> PastRun {
+        let age_ms = u64::try_from(now_ms.saturating_sub(self.ended_at_ms)).unwrap_or(0);
+        PastRun {
+            need_bytes: self.need_bytes,
+            age: std::time::Duration::from_millis(age_ms),
+            did_not_fit: self.verdict == "doesnt_fit",
+        }
+    }
+}
+
+/// A key and its runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeySummary {
+    /// The key.
+    pub key: String,
+    /// How many runs it has.
+    pub runs: u64,
+    /// The last run's verdict label.
+    pub last_verdict: String,
+    /// When the last run ended, ms since the Unix epoch.
+    pub last_ended_at_ms: i64,
+}
+
+impl Store {
+    /// Records a finished job with what is known of its run; returns its id.
+    pub fn record_run(&mut self, job: &FinishedJob, run: &RunContext) -> Result<i64, StoreError> {
+        let verdict_json = serde_json::to_string(&job.verdict)?;
+        let (need, lower_bound) = need_of(&job.verdict, run.taken);
+        self.conn.execute(
+            "INSERT INTO jobs (pid, start_time, command, mode, started_at_ms, ended_at_ms, fits, \
+             swap_growth_bytes, peak_footprint_bytes, verdict_json, key, need_bytes, \
+             need_lower_bound, total_bytes, free_start_percent, cwd, hostname) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            params![
+                job.identity.pid,
+                job.identity.start_time,
+                job.command,
+                job.mode.as_str(),
+                job.started_at_ms,
+                job.ended_at_ms,
+                job.verdict.fits,
+                job.verdict.swap_growth_bytes,
+                job.verdict.peak_footprint_bytes,
+                verdict_json,
+                run.key,
+                need,
+                lower_bound,
+                run.total_bytes,
+                run.free_start_percent,
+                run.cwd,
+                run.hostname,
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The runs of `key`, newest first, at most `limit`.
+    pub fn runs_of(&self, key: &str, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, command, ended_at_ms, verdict_json, need_bytes, need_lower_bound, \
+             total_bytes, free_start_percent FROM jobs WHERE key = ?1 AND need_bytes IS NOT NULL \
+             ORDER BY ended_at_ms DESC, id DESC LIMIT ?2",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(params![key, limit], |row| {
+            let json: String = row.get(3)?;
+            let verdict = serde_json::from_str::<crate::policy::Verdict>(&json)
+                .map(|v| v.label().to_string())
+                .unwrap_or_else(|_| "unknown".to_string());
+            Ok(RunRow {
+                id: row.get(0)?,
+                command: row.get(1)?,
+                ended_at_ms: row.get(2)?,
+                verdict,
+                need_bytes: row.get(4)?,
+                need_lower_bound: row.get::<_, Option<bool>>(5)?.unwrap_or(false),
+                total_bytes: row.get(6)?,
+                free_start_percent: row.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every key with its run count and last verdict, the most recently run first.
+    pub fn keys(&self) -> Result<Vec<KeySummary>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT key, COUNT(*), MAX(ended_at_ms), \
+             (SELECT verdict_json FROM jobs AS last WHERE last.key = jobs.key \
+              ORDER BY ended_at_ms DESC, id DESC LIMIT 1) \
+             FROM jobs WHERE key IS NOT NULL GROUP BY key ORDER BY MAX(ended_at_ms) DESC",
+        )?;
+        let rows = stmt.query_map([], |row| {
+            let json: String = row.get(3)?;
+            Ok(KeySummary {
+                key: row.get(0)?,
+                runs: row.get(1)?,
+                last_ended_at_ms: row.get(2)?,
+                last_verdict: serde_json::from_str::<crate::policy::Verdict>(&json)
+                    .map(|v| v.label().to_string())
+                    .unwrap_or_else(|_| "unknown".to_string()),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Deletes the runs of `key`, or every run (`None`); returns how many.
+    pub fn forget(&mut self, key: Option<&str>) -> Result<usize, StoreError> {
+        Ok(match key {
+            Some(key) => self
+                .conn
+                .execute("DELETE FROM jobs WHERE key = ?1", [key])?,
+            None => self.conn.execute("DELETE FROM jobs", [])?,
+        })
+    }
+}

@@ -1,0 +1,347 @@
+//! The run history: what `guard` keeps of each run and says before it starts, and
+//! `headroom history` (`headroom_core::fit` has the rules, the store keeps the runs;
+//! `headroom fit` is in `fit.rs`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use clap::{Args, Subcommand};
+use headroom_core::counters::{CounterSource, Counters, SystemCounters};
+use headroom_core::defaults as d;
+use headroom_core::drive::Outcome;
+use headroom_core::engine::{FinishedJob, JobMode};
+use headroom_core::fit::{job_key, predict, Prediction, Taken};
+use headroom_core::paths::Dirs;
+use headroom_core::policy::{EndReason, Verdict};
+use headroom_core::process::ProcessIdentity;
+use headroom_core::store::{RunContext, RunRow, Store};
+use headroom_core::trace::read_trace;
+use headroom_core::units::{format_bytes, format_duration, unix_ms};
+
+use super::exit;
+use super::output::{print_json, say};
+
+/// Runs a prediction reads at most.
+const RUNS_READ: usize = 1000;
+
+/// History flags of `guard`.
+#[derive(Debug, Args)]
+pub struct HistoryFlags {
+    /// Name the job: runs with the same key share a history, whatever their arguments
+    /// (default: the command line, its program and script by file name).
+    #[arg(long, value_name = "NAME")]
+    pub key: Option<String>,
+    /// Keep no record of this run.
+    #[arg(long)]
+    pub no_history: bool,
+}
+
+/// What was known before a guarded run started.
+#[derive(Debug)]
+pub struct Before {
+    key: String,
+    prediction: Option<Prediction>,
+    started: SystemTime,
+    system: Option<SystemCounters>,
+}
+
+pub(super) fn open_store() -> Result<Store, String> {
+    let path = Dirs::current().history_db_path();
+    match Store::open(&path) {
+        Ok((store, problem)) => {
+            if let Some(problem) = problem {
+                say(&format!("warning: {problem}"));
+            }
+            Ok(store)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub(super) fn prediction_of(
+    store: &Store,
+    key: &str,
+) -> Result<(Option<Prediction>, Vec<RunRow>), String> {
+    let rows = store.runs_of(key, RUNS_READ).map_err(|e| e.to_string())?;
+    let now = unix_ms(SystemTime::now());
+    let runs: Vec<_> = rows.iter().map(|r| r.past_run(now)).collect();
+    Ok((predict(&runs), rows))
+}
+
+/// "needs about 29.1 GB (4 runs, last 2 days; 1 did not fit)".
+pub(super) fn basis(p: &Prediction) -> String {
+    let runs = if p.runs == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{} runs", p.runs)
+    };
+    let mut text = format!(
+        "needs about {} ({runs}, last {}",
+        format_bytes(p.need_bytes),
+        format_duration(p.oldest.max(Duration::from_secs(1)))
+    );
+    if p.did_not_fit > 0 {
+        text.push_str(&format!("; {} did not fit", p.did_not_fit));
+    }
+    text.push(')');
+    text
+}
+
+/// Before a guarded run: its key and the prediction from its past runs, said in one line.
+pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) -> Before {
+    let key = job_key(argv, flags.key.as_deref());
+    let prediction = if flags.no_history {
+        None
+    } else {
+        match open_store().and_then(|store| prediction_of(&store, &key)) {
+            Ok((Some(p), _)) => {
+                say(&format!("{key}: {}", basis(&p)));
+                Some(p)
+            }
+            Ok((None, _)) => None,
+            Err(e) => {
+                say(&format!("warning: the run history cannot be read: {e}"));
+                None
+            }
+        }
+    };
+    Before {
+        key,
+        prediction,
+        started: SystemTime::now(),
+        system: counters.read_system().ok(),
+    }
+}
+
+/// After a guarded run: the record kept (or why not), and how the run compared with its
+/// prediction.
+pub fn after_end(before: &Before, outcome: &Outcome, flags: &HistoryFlags) {
+    let taken = before.system.as_ref().map_or(Taken::Footprint, |s| {
+        Taken::here(s.total_bytes, s.free_percent)
+    });
+    let (need, _) = headroom_core::fit::need_of(&outcome.verdict, taken);
+    if let Some(p) = &before.prediction {
+        say(&format!(
+            "needed {}, predicted {}",
+            format_bytes(need),
+            format_bytes(p.need_bytes)
+        ));
+    }
+    if flags.no_history {
+        return;
+    }
+    let job = FinishedJob {
+        identity: ProcessIdentity {
+            pid: outcome.pid,
+            start_time: 0,
+        },
+        command: outcome.command.clone(),
+        mode: JobMode::Guard,
+        started_at_ms: unix_ms(before.started),
+        ended_at_ms: unix_ms(SystemTime::now()),
+        verdict: outcome.verdict.clone(),
+    };
+    let context = RunContext {
+        key: before.key.clone(),
+        total_bytes: before.system.as_ref().map(|s| s.total_bytes),
+        free_start_percent: before.system.as_ref().map(|s| s.free_percent),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
+        hostname: hostname(),
+        taken,
+    };
+    let kept = open_store()
+        .and_then(|mut store| store.record_run(&job, &context).map_err(|e| e.to_string()));
+    if let Err(e) = kept {
+        say(&format!("the run was not recorded: {e}"));
+    }
+}
+
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .filter(|h| !h.is_empty())
+}
+
+/// `headroom history`: the runs of a key, or the keys.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    command: Option<HistoryCommand>,
+    /// The key whose runs to show (without it: every key, its run count and last verdict).
+    #[arg(value_name = "KEY")]
+    key: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Show at most this many runs.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    limit: usize,
+}
+
+/// What else `headroom history` does.
+#[derive(Debug, Subcommand)]
+enum HistoryCommand {
+    /// Delete the runs of KEY, or (--all) every run.
+    Forget {
+        /// The key to forget.
+        #[arg(
+            value_name = "KEY",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        key: Option<String>,
+        /// Forget every run.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Make past runs of KEY from recorded traces (Headroom's or stageload's).
+    Import {
+        /// The traces.
+        #[arg(required = true, value_name = "TRACE")]
+        traces: Vec<PathBuf>,
+        /// The key they are runs of.
+        #[arg(long, required = true, value_name = "KEY")]
+        key: String,
+        /// The machine's memory (stageload's traces do not say it), e.g. 48G.
+        #[arg(long, value_parser = super::values::parse_size, value_name = "SIZE")]
+        total_memory: Option<u64>,
+    },
+}
+
+/// Runs `headroom history`.
+pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let mut store = open_store().map_err(exit::Invalid)?;
+    match &args.command {
+        Some(HistoryCommand::Forget { key, all }) => {
+            let n = store.forget(if *all { None } else { key.as_deref() })?;
+            say(&format!("forgot {n} run{}", if n == 1 { "" } else { "s" }));
+        }
+        Some(HistoryCommand::Import {
+            traces,
+            key,
+            total_memory,
+        }) => {
+            for path in traces {
+                let run = import(path, key, *total_memory)?;
+                let id = store.record_run(&run.0, &run.1)?;
+                say(&format!(
+                    "{}: run {id} of {key}: {}",
+                    path.display(),
+                    run.0.verdict.word()
+                ));
+            }
+        }
+        None => match &args.key {
+            Some(key) => show_runs(&store, key, args)?,
+            None => {
+                let keys = store.keys()?;
+                if args.json {
+                    print_json(&keys)?;
+                } else {
+                    for k in keys {
+                        println!("{:>5}  {:<11}  {}", k.runs, k.last_verdict, k.key);
+                    }
+                }
+            }
+        },
+    }
+    Ok(exit::status(exit::OK))
+}
+
+fn show_runs(store: &Store, key: &str, args: &HistoryArgs) -> anyhow::Result<()> {
+    let rows = store.runs_of(key, args.limit)?;
+    if args.json {
+        print_json(&rows)?;
+        return Ok(());
+    }
+    let now = unix_ms(SystemTime::now());
+    for r in rows {
+        let age = Duration::from_millis(u64::try_from(now - r.ended_at_ms).unwrap_or(0));
+        println!(
+            "{:>6}  {:<11}  needed {}{}  {} ago",
+            r.id,
+            r.verdict,
+            format_bytes(r.need_bytes),
+            if r.need_lower_bound { " or more" } else { "" },
+            format_duration(age)
+        );
+    }
+    Ok(())
+}
+
+/// A trace as a past run: its verdict from its `end` record where it has one, else judged
+/// by its samples (swap grew past the tolerance: it did not fit).
+fn import(
+    path: &std::path::Path,
+    key: &str,
+    total_memory: Option<u64>,
+) -> anyhow::Result<(FinishedJob, RunContext)> {
+    let trace = read_trace(path).map_err(|e| exit::Invalid(e.to_string()))?;
+    let summary = headroom_core::summary::summarize(&trace)
+        .ok_or_else(|| exit::Invalid(format!("{}: no samples", path.display())))?;
+    let meta = trace.start.clone().unwrap_or_default();
+    let total = total_memory.or_else(|| meta.get("total_memory").and_then(|v| v.as_u64()));
+    let tolerance = d::FITS_TOLERANCE_BYTES;
+    let verdict = Verdict {
+        fits: summary.swap_rise_bytes <= tolerance,
+        swap_growth_bytes: summary.swap_rise_bytes,
+        swap_start_bytes: summary.swap_start_bytes,
+        peak_footprint_bytes: Some(summary.peak_footprint_bytes),
+        lowest_free_percent: Some(summary.lowest_level_percent),
+        duration: Duration::from_secs_f64(summary.duration_seconds.max(0.0)),
+        ended: EndReason::Exited { code: 0 },
+        processes: 0,
+        fits_tolerance_bytes: tolerance,
+        stages: summary.stage_swap.clone(),
+        tight: None,
+        pauses: 0,
+        paused: Duration::ZERO,
+        oom_killed: None,
+    };
+    let started = meta
+        .get("utc")
+        .and_then(|v| v.as_str())
+        .and_then(headroom_core::trace::parse_utc)
+        .unwrap_or_else(SystemTime::now);
+    let ended = started + verdict.duration;
+    let job = FinishedJob {
+        identity: ProcessIdentity {
+            pid: 0,
+            start_time: 0,
+        },
+        command: meta
+            .get("command")
+            .and_then(|v| v.as_str())
+            .unwrap_or(key)
+            .to_string(),
+        mode: JobMode::Watch,
+        started_at_ms: unix_ms(started),
+        ended_at_ms: unix_ms(ended),
+        verdict,
+    };
+    let free_start_percent = trace.samples.first().map(|s| s.level);
+    // A trace's footprint is a Mac's (stageload) or may be: what the run took is the drop of
+    // free memory where the trace says of how much.
+    let taken = match (total, free_start_percent) {
+        (Some(total_bytes), Some(free_start_percent)) => Taken::FreeDrop {
+            total_bytes,
+            free_start_percent,
+        },
+        _ => Taken::Footprint,
+    };
+    let context = RunContext {
+        key: key.to_string(),
+        total_bytes: total,
+        free_start_percent,
+        cwd: None,
+        hostname: None,
+        taken,
+    };
+    Ok((job, context))
+}

@@ -1,0 +1,153 @@
+//! The run history and `headroom fit` with real processes: a job that allocates a known
+//! amount, run three times under `guard`, is predicted for its fourth run at least at its
+//! need and at most 25 % above; unknown keys, bad `--free` and a trace that is not one.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)] // tests: a panic is a failed test
+
+mod support;
+
+use support::{headroom, hog_path};
+
+const MIB: u64 = 1 << 20;
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = headroom().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn three_runs_predict_the_fourth_within_a_quarter() {
+    let hog = hog_path().display().to_string();
+    let tag = std::process::id().to_string();
+    for mib in [256u64, 512, 1024] {
+        let key = format!("hog-{mib}-{tag}");
+        let size = format!("{mib}M");
+        for n in 0..3 {
+            let (code, _, err) = run(&[
+                "guard",
+                "--wait-free",
+                "0",
+                "--poll",
+                "0.2s",
+                "--key",
+                &key,
+                "--",
+                &hog,
+                &size,
+                "--hold",
+                "1",
+            ]);
+            assert_eq!(code, Some(0), "{err}");
+            if n > 0 {
+                assert!(
+                    err.contains(&format!("{key}: needs about")),
+                    "the prediction line\n{err}"
+                );
+                assert!(
+                    err.contains("needed ") && err.contains("predicted "),
+                    "{err}"
+                );
+            }
+        }
+        let (code, out, err) = run(&[
+            "fit", "--key", &key, "--json", "--free", "1000G", "--", &hog,
+        ]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let predicted = json["prediction"]["need_bytes"].as_u64().unwrap();
+        let need = mib * MIB;
+        assert_eq!(json["prediction"]["runs"].as_u64(), Some(3));
+        assert!(
+            predicted >= need && predicted <= need + need / 4,
+            "{mib} MiB: predicted {} MiB",
+            predicted / MIB
+        );
+        // Too little free memory: won't fit, exit 1, the shortfall said.
+        let (code, out, _) = run(&[
+            "fit",
+            "--key",
+            &key,
+            "--free",
+            &format!("{}M", mib / 2),
+            "--",
+            &hog,
+        ]);
+        assert_eq!(code, Some(1), "{out}");
+        assert!(out.contains("won't fit") && out.contains("short"), "{out}");
+        let (code, out, _) = run(&["history", &key, "--json"]);
+        assert_eq!(code, Some(0));
+        let rows: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(rows.as_array().unwrap().len(), 3);
+        let (code, out, _) = run(&["history", "forget", &key]);
+        assert_eq!(code, Some(0));
+        assert!(out.is_empty());
+        let (code, _, err) = run(&["fit", "--key", &key, "--", &hog]);
+        assert_eq!(code, Some(5), "no past run: {err}");
+        assert!(
+            err.contains("no past run of") && err.contains("headroom guard"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn no_history_keeps_no_record_and_bad_input_is_named() {
+    let key = format!("nohist-{}", std::process::id());
+    let (code, _, err) = run(&[
+        "guard",
+        "--wait-free",
+        "0",
+        "--no-history",
+        "--key",
+        &key,
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, _) = run(&["fit", "--key", &key, "--", "true"]);
+    assert_eq!(code, Some(5), "--no-history kept a record");
+    let (code, _, err) = run(&["fit", "--free", "lots", "--", "true"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--free"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"type\":\"start\"}\nnot json\n").unwrap();
+    let (code, _, err) = run(&["history", "import", bad.to_str().unwrap(), "--key", &key]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("bad.jsonl") && err.contains('2'),
+        "file and line: {err}"
+    );
+}
+
+#[test]
+fn imported_mac_traces_are_past_runs() {
+    let key = format!("qwen-{}", std::process::id());
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/core/tests/fixtures/macos-traces/qwen-image-2026-10-06/eager-1.trace.jsonl"
+    );
+    let (code, out, err) = run(&[
+        "history",
+        "import",
+        trace,
+        "--key",
+        &key,
+        "--total-memory",
+        "48G",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(err.contains("doesn't fit"), "it swapped: {err}");
+    let (code, out, _) = run(&["fit", "--key", &key, "--free", "40G", "--json", "--", "x"]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(json["fits"], false);
+    let (_, out, _) = run(&["history", "--json"]);
+    assert!(out.contains(&key), "{out}");
+    run(&["history", "forget", &key]);
+}
