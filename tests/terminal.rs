@@ -255,13 +255,23 @@ fn ctrl_c_stops_a_paused_job() {
         "{}",
         sh.output()
     );
-    // The job's leader (the guard's own command line holds the tag too).
-    let leader = live_with_tag(&tag)
-        .into_iter()
-        .find(|pid| {
+    // The job's leader (the guard's own command line holds the tag too), looked for until
+    // it is seen: a loaded machine may show "ready" before /proc lists it.
+    let find = || {
+        live_with_tag(&tag).into_iter().find(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0-c"))
         })
-        .unwrap();
+    };
+    let mut leader = None;
+    assert!(
+        support::wait_until(Duration::from_secs(10), || {
+            leader = find();
+            leader.is_some()
+        }),
+        "the job's leader was not found\n{}",
+        sh.output()
+    );
+    let leader = leader.unwrap();
     let paused = support::headroom()
         .args(["pause", &leader.to_string()])
         .output()

@@ -86,6 +86,12 @@ pub struct KeySummary {
     pub last_ended_at_ms: i64,
 }
 
+/// The label of a stored verdict (`fits`, `doesnt_fit` …), `unknown` when it cannot be read.
+fn label_of(verdict_json: &str) -> String {
+    serde_json::from_str::<crate::policy::Verdict>(verdict_json)
+        .map_or_else(|_| "unknown".to_string(), |v| v.label().to_string())
+}
+
 impl Store {
     /// Records a finished job with what is known of its run; returns its id.
     pub fn record_run(&mut self, job: &FinishedJob, run: &RunContext) -> Result<i64, StoreError> {
@@ -128,10 +134,7 @@ impl Store {
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt.query_map(params![key, limit], |row| {
-            let json: String = row.get(3)?;
-            let verdict = serde_json::from_str::<crate::policy::Verdict>(&json)
-                .map(|v| v.label().to_string())
-                .unwrap_or_else(|_| "unknown".to_string());
+            let verdict = label_of(&row.get::<_, String>(3)?);
             Ok(RunRow {
                 id: row.get(0)?,
                 command: row.get(1)?,
@@ -155,14 +158,11 @@ impl Store {
              FROM jobs WHERE key IS NOT NULL GROUP BY key ORDER BY MAX(ended_at_ms) DESC",
         )?;
         let rows = stmt.query_map([], |row| {
-            let json: String = row.get(3)?;
             Ok(KeySummary {
                 key: row.get(0)?,
                 runs: row.get(1)?,
                 last_ended_at_ms: row.get(2)?,
-                last_verdict: serde_json::from_str::<crate::policy::Verdict>(&json)
-                    .map(|v| v.label().to_string())
-                    .unwrap_or_else(|_| "unknown".to_string()),
+                last_verdict: label_of(&row.get::<_, String>(3)?),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
