@@ -422,10 +422,18 @@ fn a_version_3_database_keeps_its_running_jobs() {
     );
     watched.mode = JobMode::Watch;
     open(&path).save_active_job(&watched).unwrap();
-    // What a Headroom before migration 4 left: the same rows in `active_guards`, version 3.
+    // What a Headroom before migration 4 left: the same rows in `active_guards`, the jobs
+    // table without the run history's columns (migration 5), version 3.
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("ALTER TABLE active_jobs RENAME TO active_guards; PRAGMA user_version = 3;")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE active_jobs RENAME TO active_guards; \
+         DROP INDEX jobs_by_key; \
+         ALTER TABLE jobs DROP COLUMN key; ALTER TABLE jobs DROP COLUMN need_bytes; \
+         ALTER TABLE jobs DROP COLUMN need_lower_bound; ALTER TABLE jobs DROP COLUMN total_bytes; \
+         ALTER TABLE jobs DROP COLUMN free_start_percent; ALTER TABLE jobs DROP COLUMN cwd; \
+         ALTER TABLE jobs DROP COLUMN hostname; PRAGMA user_version = 3;",
+    )
+    .unwrap();
     drop(conn);
     let store = open(&path);
     assert_eq!(store.active_jobs().unwrap(), vec![watched]);
