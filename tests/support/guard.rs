@@ -22,23 +22,20 @@ impl Guard {
     /// Starts `headroom ARGS` with stdin and stdout closed and stderr in a file named after
     /// `name`.
     pub fn start(args: &[&str], name: &str) -> Guard {
-        let stderr = test_home().join(format!("{name}.stderr"));
-        let child = headroom()
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        Guard { child, stderr }
+        Self::spawn(headroom(), args, name)
     }
 
     /// [`Guard::start`] with the job in a cgroup of its own (where the guard may make one):
     /// the other tests turn it off to prove the process tracking.
     pub fn start_in_own_cgroup(args: &[&str], name: &str) -> Guard {
+        let mut cmd = headroom();
+        cmd.env_remove("HEADROOM_JOB_CGROUP");
+        Self::spawn(cmd, args, name)
+    }
+
+    fn spawn(mut cmd: std::process::Command, args: &[&str], name: &str) -> Guard {
         let stderr = test_home().join(format!("{name}.stderr"));
-        let child = headroom()
-            .env_remove("HEADROOM_JOB_CGROUP")
+        let child = cmd
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

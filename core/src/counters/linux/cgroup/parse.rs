@@ -2,23 +2,32 @@
 //! (`max` or a number), `key value` files (`memory.stat`, `memory.events`,
 //! `memory.oom_control`).
 
+/// The `(controllers, path)` of each line of a `/proc/PID/cgroup` (`ID:CONTROLLERS:PATH`;
+/// v2's line has no controllers).
+fn cgroup_lines(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.lines().filter_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        Some((controllers, path))
+    })
+}
+
 /// The memory cgroup paths of a `/proc/PID/cgroup`: (v1 `memory` hierarchy, v2 unified).
 pub(super) fn cgroup_paths(text: &str) -> (Option<String>, Option<String>) {
-    let (mut v1, mut v2) = (None, None);
-    for line in text.lines() {
-        let mut fields = line.splitn(3, ':');
-        let (Some(id), Some(controllers), Some(path)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if id == "0" && controllers.is_empty() {
-            v2 = Some(path.to_string());
-        } else if controllers.split(',').any(|c| c == "memory") {
-            v1 = Some(path.to_string());
-        }
-    }
-    (v1, v2)
+    let v2 = cgroup_lines(text)
+        .find(|(controllers, _)| controllers.is_empty())
+        .map(|(_, path)| path.to_string());
+    (v1_cgroup_path(text, "memory"), v2)
+}
+
+/// The path of a process in the v1 hierarchy of `controller`.
+fn v1_cgroup_path(text: &str, controller: &str) -> Option<String> {
+    cgroup_lines(text).find_map(|(controllers, path)| {
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    })
 }
 
 /// A cgroup hierarchy's mount.
@@ -41,32 +50,33 @@ pub(super) struct Mount {
     pub(super) point: String,
 }
 
-/// The cgroup2 mounts and the v1 mounts of the memory controller in a `mountinfo`
-/// (`ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS`).
-pub(super) fn memory_mounts(text: &str) -> Vec<Mount> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let Some((before, after)) = line.split_once(" - ") else {
-            continue;
-        };
+/// The cgroup mounts of a `mountinfo` as (fstype, super options, root, mount point), the
+/// last two unescaped. A line is `ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...]`, a
+/// separating dash, then `FSTYPE SOURCE SUPER_OPTIONS`.
+fn cgroup_mount_lines(text: &str) -> impl Iterator<Item = (&str, &str, String, String)> {
+    text.lines().filter_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
         let fields: Vec<&str> = before.split(' ').collect();
-        let (Some(root), Some(point)) = (fields.get(3), fields.get(4)) else {
-            continue;
-        };
+        let (root, point) = (fields.get(3)?, fields.get(4)?);
         let mut rest = after.split(' ');
-        let (fstype, _source, options) = (rest.next(), rest.next(), rest.next().unwrap_or(""));
-        let kind = match fstype {
-            Some("cgroup2") => MountKind::V2,
-            Some("cgroup") if options.split(',').any(|o| o == "memory") => MountKind::V1Memory,
-            _ => continue,
-        };
-        out.push(Mount {
-            kind,
-            root: unescape(root),
-            point: unescape(point),
-        });
-    }
-    out
+        let (fstype, _source, options) = (rest.next()?, rest.next()?, rest.next().unwrap_or(""));
+        matches!(fstype, "cgroup" | "cgroup2")
+            .then(|| (fstype, options, unescape(root), unescape(point)))
+    })
+}
+
+/// The cgroup2 mounts and the v1 mounts of the memory controller in a `mountinfo`.
+pub(super) fn memory_mounts(text: &str) -> Vec<Mount> {
+    cgroup_mount_lines(text)
+        .filter_map(|(fstype, options, root, point)| {
+            let kind = match fstype {
+                "cgroup2" => MountKind::V2,
+                _ if options.split(',').any(|o| o == "memory") => MountKind::V1Memory,
+                _ => return None,
+            };
+            Some(Mount { kind, root, point })
+        })
+        .collect()
 }
 
 /// `mountinfo` escapes space, tab, newline and backslash as `\ooo`.
@@ -117,27 +127,15 @@ pub(super) fn v1_path(
     mountinfo: &str,
     controller: &str,
 ) -> Option<(String, String)> {
-    let path = cgroups.lines().find_map(|line| {
-        let mut fields = line.splitn(3, ':');
-        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-        controllers
-            .split(',')
-            .any(|c| c == controller)
-            .then(|| path.to_string())
-    })?;
-    mountinfo.lines().find_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        let fields: Vec<&str> = before.split(' ').collect();
-        let mut rest = after.split(' ');
-        let (fstype, _source, options) = (rest.next()?, rest.next()?, rest.next().unwrap_or(""));
+    let path = v1_cgroup_path(cgroups, controller)?;
+    cgroup_mount_lines(mountinfo).find_map(|(fstype, options, root, point)| {
         if fstype != "cgroup" || !options.split(',').any(|o| o == controller) {
             return None;
         }
-        let root = unescape(fields.get(3)?);
         let inside = path
             .strip_prefix(root.as_str())
             .unwrap_or(&path)
             .to_string();
-        Some((unescape(fields.get(4)?), inside))
+        Some((point, inside))
     })
 }
