@@ -14,7 +14,7 @@ use headroom_core::paths::Dirs;
 use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sample;
-use headroom_core::trace::{due, memory_meta, round_t, EventRecord, Record, TraceWriter};
+use headroom_core::trace::{memory_meta, round_t, EventRecord, Record, TraceWriter};
 use headroom_core::units::printable;
 use headroom_core::unix::fifo;
 use serde_json::Map;
@@ -66,17 +66,14 @@ impl Sink for Printer {
     }
 }
 
-/// The job's JSONL trace: samples at the user's poll interval (checks may come faster),
-/// events, and the verdict at the end. `t` strictly increases.
+/// The job's JSONL trace: every reading the guard judged (at the user's poll interval, and
+/// faster near the budget, where the guard checks faster), events, and the verdict at the
+/// end. `t` strictly increases.
 #[derive(Debug)]
 pub struct TraceSink {
     path: PathBuf,
     writer: TraceWriter<std::fs::File>,
-    poll: Duration,
     last_t: Option<Duration>,
-    /// The newest sample not written (checks come faster than the poll near the budget);
-    /// written before an event, so the trace holds the reading the guard acted on.
-    skipped: Option<Sample>,
 }
 
 impl TraceSink {
@@ -99,9 +96,7 @@ impl TraceSink {
         Ok(TraceSink {
             path: path.to_path_buf(),
             writer,
-            poll,
             last_t: None,
-            skipped: None,
         })
     }
 
@@ -130,19 +125,12 @@ impl Sink for TraceSink {
     }
 
     fn sample(&mut self, sample: &Sample, _view: &JobView) -> std::io::Result<()> {
-        // Checks may be faster than the poll near the budget: keep the trace at the poll.
-        if !due(self.last_t, sample.since_start, self.poll) {
-            self.skipped = Some(sample.clone());
-            return Ok(());
-        }
-        self.skipped = None;
+        // Every reading the guard judged, also the faster checks near the budget: the
+        // trace's replay then judges the very readings the live guard did.
         self.write_sample(sample)
     }
 
     fn event(&mut self, t: Duration, event: &JobEvent, _view: &JobView) -> std::io::Result<()> {
-        if let Some(skipped) = self.skipped.take() {
-            self.write_sample(&skipped)?;
-        }
         if let JobEvent::Finished { verdict } = event {
             let mut meta = Map::new();
             meta.insert("verdict".into(), serde_json::to_value(verdict)?);

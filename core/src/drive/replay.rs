@@ -1,9 +1,8 @@
 //! `trace replay`: the driver's loop fed by a recorded trace instead of the live counters.
 //! No process runs and no signal is sent: the job is one stand-in member, "alive" until
 //! the replay's effects stop it, and every action is recorded with its time. The engine,
-//! its adaptive checks and its stop rules are the live guard's own, so a replay stops where
-//! a live guard would have on the same samples (within one sample of the trace: a live
-//! guard near its budget checks more often than a trace keeps).
+//! its adaptive checks and its stop rules are the live guard's own, and a guard's trace holds
+//! every reading it judged, so a replay stops where the live guard did, on the same sample.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -49,6 +48,8 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     samples.sort_by(|a, b| a.t.total_cmp(&b.t));
     let first = samples.first()?.clone();
     let alive = Rc::new(Cell::new(true));
+    // The clock of the reading being judged, the source's and the recorder's.
+    let now = Rc::new(Cell::new(Duration::ZERO));
     let start_at = UNIX_EPOCH + Duration::from_secs(1);
     let total_bytes = trace
         .start
@@ -62,13 +63,13 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
         alive: Rc::clone(&alive),
         start_at,
         total_bytes,
-        now: Duration::ZERO,
+        now: Rc::clone(&now),
         repeat: None,
     };
     let mut recorder = Recorder {
         alive,
         acted: None,
-        now: Duration::ZERO,
+        now,
     };
     let poll = spec.poll;
     // Replay answers "where would the guard first act": a pause there ends the replay too.
@@ -108,7 +109,7 @@ struct TraceSource {
     alive: Rc<Cell<bool>>,
     start_at: SystemTime,
     total_bytes: u64,
-    now: Duration,
+    now: Rc<Cell<Duration>>,
     /// The last reading handed out, and whether it was looked at again after the stand-in
     /// was stopped (the live guard's next check would find it gone at once).
     repeat: Option<(SampleRecord, bool)>,
@@ -120,12 +121,13 @@ impl Source for TraceSource {
             self.repeat = Some((record.clone(), true));
             return Input::Sample(self.sample(&record));
         }
-        // Every sample of a trace is a check its guard made (a guard writes the reading it
-        // acted on even between polls), so each is looked at, as the live guard did.
+        // Every sample of a trace is a check its guard made (a guard writes every reading it
+        // judged, the faster checks near the budget too), so each is looked at, as the live
+        // guard did.
         let _ = due_in;
         if let Some(record) = self.samples.get(self.next).cloned() {
             self.next += 1;
-            self.now = Duration::from_secs_f64(record.t.max(0.0));
+            self.now.set(Duration::from_secs_f64(record.t.max(0.0)));
             self.repeat = Some((record.clone(), false));
             return Input::Sample(self.sample(&record));
         }
@@ -134,8 +136,8 @@ impl Source for TraceSource {
 
     fn now(&self) -> Moment {
         Moment {
-            at: self.start_at + self.now,
-            clock: self.now,
+            at: self.start_at + self.now.get(),
+            clock: self.now.get(),
         }
     }
 }
@@ -153,8 +155,8 @@ impl TraceSource {
         };
         Sample {
             seq: self.next as u64,
-            at: self.start_at + self.now,
-            since_start: self.now,
+            at: self.start_at + self.now.get(),
+            since_start: self.now.get(),
             system: Some(SystemCounters {
                 total_bytes: self.total_bytes,
                 free_percent: record.level,
@@ -203,7 +205,8 @@ fn pressure(word: &str) -> Option<PressureLevel> {
 struct Recorder {
     alive: Rc<Cell<bool>>,
     acted: Option<(f64, StopReason)>,
-    now: Duration,
+    /// The clock of the reading being judged (the action is taken on it).
+    now: Rc<Cell<Duration>>,
 }
 
 impl Effects for Recorder {
@@ -235,13 +238,11 @@ impl Effects for Recorder {
             _ => None,
         };
         if let (Some(reason), None) = (reason, &self.acted) {
-            self.acted = Some((self.now.as_secs_f64(), reason));
+            self.acted = Some((self.now.get().as_secs_f64(), reason));
         }
     }
 }
 
 impl DriverEffects for Recorder {
-    fn sample(&mut self, sample: Sample, _view: &crate::engine::JobView) {
-        self.now = sample.since_start;
-    }
+    fn sample(&mut self, _sample: Sample, _view: &crate::engine::JobView) {}
 }
