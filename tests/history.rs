@@ -143,8 +143,9 @@ fn imported_mac_traces_are_past_runs() {
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(err.contains("doesn't fit"), "it swapped: {err}");
-    let (code, out, _) = run(&["fit", "--key", &key, "--free", "40G", "--json", "--", "x"]);
-    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (code, out, err) = run(&["fit", "--key", &key, "--free", "40G", "--json", "--", "x"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|_| panic!("{code:?} {out}{err}"));
     assert_eq!(code, Some(1), "{out}");
     assert_eq!(json["fits"], false);
     let (_, out, _) = run(&["history", "--json"]);

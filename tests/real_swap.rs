@@ -294,8 +294,18 @@ fn faster_checks_near_the_budget_are_all_in_the_trace() {
     let mut short = 0;
     for w in ts.windows(2) {
         let gap = w[1] - w[0];
-        assert!(gap >= 0.09, "t {} then {}: closer than a check\n{text}", w[0], w[1]);
-        assert!(gap <= 0.3 + 0.25, "t {} then {}: a check missing\n{text}", w[0], w[1]);
+        assert!(
+            gap >= 0.09,
+            "t {} then {}: closer than a check\n{text}",
+            w[0],
+            w[1]
+        );
+        assert!(
+            gap <= 0.3 + 0.25,
+            "t {} then {}: a check missing\n{text}",
+            w[0],
+            w[1]
+        );
         short += usize::from(gap < 0.25);
     }
     assert!(short > 0, "no faster check in the trace\n{text}");

@@ -23,6 +23,7 @@
 //! - **Prediction**: one or two runs: their largest need × 1.15. Three or more: the 90th
 //!   percentile of the needs, each weighted by age with a 24-hour half-life, × 1.15 (the VPA
 //!   recommender's target and margin), and never under the largest need of the last three.
+//!   The run time predicted is the longest past run's × 1.15 (the queue reads it).
 //! - **Answer**: it fits when the prediction is at most the free memory above the free floor
 //!   (the guard would stop it under the floor).
 
@@ -169,6 +170,8 @@ pub struct PastRun {
     pub age: Duration,
     /// True when it did not fit.
     pub did_not_fit: bool,
+    /// How long it ran, where known.
+    pub run_time: Option<Duration>,
 }
 
 /// A predicted need and what it rests on.
@@ -182,6 +185,9 @@ pub struct Prediction {
     pub oldest: Duration,
     /// How many of them did not fit.
     pub did_not_fit: usize,
+    /// How long a run takes at most: the longest of them × [`MARGIN`] (what the queue's
+    /// rule for starting ahead of an earlier job reads), where known.
+    pub run_time: Option<Duration>,
 }
 
 /// The weighted `q`-quantile of `(value, weight)`.
@@ -219,6 +225,11 @@ pub fn predict(runs: &[PastRun]) -> Option<Prediction> {
         runs: runs.len(),
         oldest: runs.iter().map(|r| r.age).max().unwrap_or_default(),
         did_not_fit: runs.iter().filter(|r| r.did_not_fit).count(),
+        run_time: runs
+            .iter()
+            .filter_map(|r| r.run_time)
+            .max()
+            .map(|t| t.mul_f64(MARGIN)),
     })
 }
 

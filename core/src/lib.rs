@@ -32,6 +32,7 @@ pub mod paths;
 pub mod policy;
 pub mod process;
 pub mod process_list;
+pub mod queue;
 pub mod sampler;
 pub mod settings;
 pub mod stages;

@@ -45,7 +45,7 @@ pub struct Dirs {
     pub data_dir: PathBuf,
     /// Configuration: `settings.toml`.
     pub config_dir: PathBuf,
-    /// State that is not worth backing up: job files of running guards.
+    /// State that is not worth backing up: job files of running guards, the queue.
     pub state_dir: PathBuf,
     /// The jobs' sockets (see [`Dirs::run_dir`]).
     pub run_dir: PathBuf,
@@ -117,6 +117,12 @@ impl Dirs {
     /// Where `headroom guard` publishes its jobs: `state_dir/jobs`.
     pub fn jobs_dir(&self) -> PathBuf {
         self.state_dir.join("jobs")
+    }
+
+    /// Where the guards of `guard --wait-fit` keep their places in line: `state_dir/queue`
+    /// (see `crate::queue`).
+    pub fn queue_dir(&self) -> PathBuf {
+        self.state_dir.join("queue")
     }
 
     /// `config_dir/settings.toml`.

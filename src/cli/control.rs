@@ -3,7 +3,8 @@
 //! Each Headroom process answers only for its own job (see `headroom_core::marks`); its
 //! engine decides whether the request makes sense now. A job whose guard is gone (killed
 //! with SIGKILL: its job file says so, see `headroom_core::jobfile`) is acted on here, on
-//! the members its file lists, under the same safety rules.
+//! the members its file lists, under the same safety rules. A guard still waiting in line
+//! (`guard --wait-fit`, see `headroom queue`) is stopped by its own pid.
 
 use std::process::ExitCode;
 
@@ -25,7 +26,9 @@ use super::output::say;
 /// Arguments of `headroom resume`, `pause` and `stop`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-PID is the job's process id, as the guard's lines and the app show it. Exit codes: 0 done (or \
+PID is the job's process id, as the guard's lines and the app show it; for a guard still \
+waiting in line (`headroom queue`), the guard's own pid, which `stop` takes out of the queue. \
+Exit codes: 0 done (or \
 handed to a busy guard, which says so); 2 no guard of yours runs a job with that pid, or the \
 job is not in a state for it (resume: not paused). A job whose guard is gone (killed outright) \
 is acted on directly: its processes are continued, paused or stopped under the same safety \
@@ -68,6 +71,9 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
         if let Some(file) = orphan {
             return unguarded(&counters, &dirs, file, control);
         }
+        if let Some(place) = super::queue::waiting_guard(&counters, args.pid) {
+            return waiting(&counters, &place, control);
+        }
     }
     let why = why.unwrap_or_else(|| {
         format!(
@@ -89,6 +95,42 @@ fn done(control: Control) -> &'static str {
         Control::Resume => "resumed",
         Control::Stop => "stopped",
     }
+}
+
+/// `control` on a guard that waits in line (`guard --wait-fit`): stop takes it out of the
+/// queue (SIGTERM to the guard, under the safety rules: it exits 143 and leaves no state);
+/// it has no job to pause or resume yet.
+fn waiting(
+    counters: &Counters,
+    place: &headroom_core::queue::Place,
+    control: Control,
+) -> anyhow::Result<ExitCode> {
+    let pid = place.guard.pid;
+    if control != Control::Stop {
+        eprintln!(
+            "headroom: error: cannot {} pid {pid}: it is a guard waiting in line, with no job \
+             yet (`headroom stop {pid}` takes it out of the queue)",
+            control.as_str()
+        );
+        return Ok(exit::status(exit::INVALID));
+    }
+    let safety = Safety::new(counters);
+    let report = signal_each(
+        counters,
+        &Kernel,
+        &safety,
+        &[place.guard],
+        JobSignal::Terminate,
+    );
+    if let Some(refused) = report.refused.first() {
+        eprintln!("headroom: error: cannot stop pid {pid}: {}", refused.why);
+        return Ok(exit::status(exit::INVALID));
+    }
+    say(&format!(
+        "stopped the guard of pid {pid}, waiting in line for {}",
+        headroom_core::units::printable(&place.key)
+    ));
+    Ok(exit::status(exit::OK))
 }
 
 /// `control` on a job whose guard is gone: its listed processes that still live, each

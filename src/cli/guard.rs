@@ -9,10 +9,11 @@ use anyhow::Context;
 use clap::Args;
 use headroom_core::counters::Counters;
 use headroom_core::defaults::{self as d, text};
-use headroom_core::drive::{self, DriveError, Launch, Outcome, Waited};
+use headroom_core::drive::{self, Admit, DriveError, Launch, Outcome, Waited};
 use headroom_core::enforce::Safety;
 use headroom_core::engine::{JobMode, JobSpec};
 use headroom_core::policy::{Limits, WaitReason};
+use headroom_core::queue::line::LineSink;
 use headroom_core::unix::jobctl::Terminal;
 use regex::Regex;
 use serde::Serialize;
@@ -21,6 +22,7 @@ use super::budget::JobArgs;
 use super::exit;
 use super::history::{after_end, before_start, HistoryFlags};
 use super::output::{print_json, say};
+use super::queue;
 use super::report::Report;
 use super::signals::Signals;
 use super::sinks::job_sinks;
@@ -51,6 +53,11 @@ pub struct GuardArgs {
     /// never be met: the guard waits until --start-timeout and exits 4.
     #[arg(long, default_value = text::percent(d::WAIT_FREE_PERCENT), allow_hyphen_values = true, value_parser = parse_wait_free, value_name = "PERCENT")]
     wait_free: f64,
+    /// Wait until the job's predicted need (from its past runs: `headroom fit`) fits in free
+    /// memory above the free floor, in line with the other guards that wait so (`headroom
+    /// queue`); a job with no past run waits by --wait-free, in line, and says so.
+    #[arg(long)]
+    wait_fit: bool,
     /// Do not start while a process whose command line matches this regex runs, nor until
     /// none has matched for --quiet-for (repeatable; like `pgrep -f`, Headroom and its
     /// ancestors are left out).
@@ -111,7 +118,7 @@ pub struct JsonOutcome<'a> {
 /// Runs `headroom guard`.
 pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
-    let limits = Limits {
+    let mut limits = Limits {
         wait_free_percent: args.wait_free,
         quiet_for: args.quiet_for,
         start_timeout: args.start_timeout,
@@ -127,26 +134,40 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         args.job.run.poll,
     )?;
 
-    let before = before_start(&counters, &args.command, &args.history);
-    if let Err(reason) = wait_for_room(
-        &counters,
-        &limits,
-        &args.busy,
-        args.job.run.poll,
-        &interrupts,
-    )? {
+    let mut before = before_start(&counters, &args.command, &args.history);
+    let mut line = args
+        .wait_fit
+        .then(|| queue::join(&counters, &before, &command_line, &mut limits))
+        .flatten();
+    let waited = {
+        let mut admit = line
+            .as_mut()
+            .map(|line| queue::admitter(line, &counters, &limits));
+        let admit = admit.as_mut().map(|a| a as Admit<'_>);
+        let wait = Wait {
+            busy: &args.busy,
+            poll: args.job.run.poll,
+            interrupts: &interrupts,
+        };
+        wait_for_room(&counters, &limits, &wait, admit)?
+    };
+    if let Err(reason) = waited {
         return no_room(args, &limits, &command_line, reason);
     }
+    before.starting(&counters);
 
     let mut command = Command::new(&args.command[0]);
     command.args(&args.command[1..]);
     let safety = Safety::new(&counters);
-    let sinks = job_sinks(
+    let mut sinks = job_sinks(
         &counters,
         &command_line,
         trace,
         report.as_ref().map(Report::sink),
     );
+    if let Some(line) = line {
+        sinks.push(Box::new(LineSink::new(line)));
+    }
     let spec = JobSpec {
         grace: args.job.run.grace,
         owned: true,
@@ -221,16 +242,38 @@ fn no_room(
     }
 }
 
+/// How `wait_for_room` waits: the `--busy` patterns, the poll, the interrupts.
+struct Wait<'a> {
+    busy: &'a [Regex],
+    poll: Duration,
+    interrupts: &'a Signals,
+}
+
+/// What makes a waiting reason worth a new plain line: its kind, and in the queue its
+/// place and whom it waits behind (not the free memory of each poll).
+fn shown_key(reason: &WaitReason) -> String {
+    match reason {
+        WaitReason::InLine {
+            position, behind, ..
+        } => format!("in line {position} {behind:?}"),
+        other => format!("{:?}", std::mem::discriminant(other)),
+    }
+}
+
 /// Waits for room (core's start gate loop, `headroom_core::drive::wait_for_room`), showing
 /// why on one updating line (a terminal) or plain lines when the reason changes (not a
 /// terminal).
 fn wait_for_room(
     counters: &Counters,
     limits: &Limits,
-    busy: &[Regex],
-    poll: Duration,
-    interrupts: &Signals,
+    wait: &Wait,
+    admit: Option<Admit<'_>>,
 ) -> anyhow::Result<Result<(), Waited>> {
+    let Wait {
+        busy,
+        poll,
+        interrupts,
+    } = *wait;
     let tty = std::io::stderr().is_terminal();
     let mut shown: Option<String> = None;
     let mut show = |reason: &WaitReason| {
@@ -240,7 +283,7 @@ fn wait_for_room(
             let _ = std::io::stderr().flush();
             shown = Some(text);
         } else {
-            let key = format!("{:?}", std::mem::discriminant(reason));
+            let key = shown_key(reason);
             if shown.as_deref() != Some(key.as_str()) {
                 say(&text);
                 shown = Some(key);
@@ -249,7 +292,7 @@ fn wait_for_room(
     };
     let matches = |command: &str| busy.iter().any(|re| re.is_match(command));
     let busy: Option<&dyn Fn(&str) -> bool> = (!busy.is_empty()).then_some(&matches);
-    let waited = drive::wait_for_room(counters, limits, busy, poll, interrupts, &mut show)
+    let waited = drive::wait_for_room(counters, limits, busy, poll, interrupts, admit, &mut show)
         .context("reading memory counters")?;
     if tty && shown.is_some() {
         match waited {

@@ -32,7 +32,8 @@ pub struct HistoryFlags {
     /// (default: the command line, its program and script by file name).
     #[arg(long, value_name = "NAME")]
     pub key: Option<String>,
-    /// Keep no record of this run.
+    /// Keep no record of this run (its key's past runs are still read for the prediction
+    /// and `--wait-fit`).
     #[arg(long)]
     pub no_history: bool,
 }
@@ -44,6 +45,25 @@ pub struct Before {
     prediction: Option<Prediction>,
     started: SystemTime,
     system: Option<SystemCounters>,
+}
+
+impl Before {
+    /// The job's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The prediction from its past runs, if it has any.
+    pub fn prediction(&self) -> Option<&Prediction> {
+        self.prediction.as_ref()
+    }
+
+    /// The job starts now, after any wait for room: its start and the memory it starts
+    /// with are read again (a run's need and time do not count the wait).
+    pub fn starting(&mut self, counters: &Counters) {
+        self.started = SystemTime::now();
+        self.system = counters.read_system().ok().or(self.system.take());
+    }
 }
 
 pub(super) fn open_store() -> Result<Store, String> {
@@ -91,19 +111,15 @@ pub(super) fn basis(p: &Prediction) -> String {
 /// Before a guarded run: its key and the prediction from its past runs, said in one line.
 pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) -> Before {
     let key = job_key(argv, flags.key.as_deref());
-    let prediction = if flags.no_history {
-        None
-    } else {
-        match open_store().and_then(|store| prediction_of(&store, &key)) {
-            Ok((Some(p), _)) => {
-                say(&format!("{key}: {}", basis(&p)));
-                Some(p)
-            }
-            Ok((None, _)) => None,
-            Err(e) => {
-                say(&format!("warning: the run history cannot be read: {e}"));
-                None
-            }
+    let prediction = match open_store().and_then(|store| prediction_of(&store, &key)) {
+        Ok((Some(p), _)) => {
+            say(&format!("{key}: {}", basis(&p)));
+            Some(p)
+        }
+        Ok((None, _)) => None,
+        Err(e) => {
+            say(&format!("warning: the run history cannot be read: {e}"));
+            None
         }
     };
     Before {

@@ -12,6 +12,7 @@ mod history;
 mod mark;
 mod output;
 mod plot;
+mod queue;
 mod record;
 mod report;
 mod serve;
@@ -70,6 +71,8 @@ enum Command {
     History(history::HistoryArgs),
     /// Will a job fit now, from its past runs? Runs nothing.
     Fit(fit::FitArgs),
+    /// The guards waiting in line (`guard --wait-fit`): who, for what, in which order.
+    Queue(queue::QueueArgs),
 }
 
 /// Runs the parsed command; the exit code is the command's.
@@ -87,6 +90,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trace(cmd) => trace_cmd::run(&cmd),
         Command::History(args) => history::run_history(&args),
         Command::Fit(args) => fit::run_fit(&args),
+        Command::Queue(args) => queue::run_queue(&args),
     }
 }
 
@@ -111,7 +115,7 @@ mod tests {
 
     fn word() -> impl Strategy<Value = String> {
         let known = "(status|record|guard|watch|mark|resume|pause|stop|serve|trace|summary|plot|\
-                     replay|--|-v|-vv|--json|--help|--version|--top|--wait-free|--swap-budget|\
+                     replay|queue|--wait-fit|--|-v|-vv|--json|--help|--version|--top|--wait-free|--swap-budget|\
                      --swap-limit|--kill-free|--poll|--grace|--trace|--busy|--quiet-for|\
                      --start-timeout|--fits-tolerance|--tight-compressed|--tight-free|\
                      --notify-step|--on-budget|--max-pauses|--resume-free|--resume-calm|--report|\

@@ -102,7 +102,12 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
             let poll = trace_interval(&trace);
             // The live guard's own checks, down to its fastest near the budget: the trace
             // holds every reading it judged.
-            let spec = JobSpec::new(String::new(), JobMode::Guard, args.budget.limits(poll), poll);
+            let spec = JobSpec::new(
+                String::new(),
+                JobMode::Guard,
+                args.budget.limits(poll),
+                poll,
+            );
             let r = replay(&trace, spec)
                 .with_context(|| format!("{}: no samples", args.file.display()))?;
             if args.json {

@@ -43,7 +43,7 @@ pub use driver::{drive, run, REPLY_WAIT};
 pub use outputs::{Outputs, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
 pub use replay::{replay, Replay};
 pub use spawned::Tracking;
-pub use wait::{wait_for_room, Waited};
+pub use wait::{wait_for_room, Admit, Waited};
 
 use std::io;
 use std::process::Command;

@@ -2,12 +2,13 @@
 //! reads the counters (and, with busy patterns, the process list), asks the pure
 //! [`StartGate`] whether the job may start, and shows why it waits through `show`, until the
 //! gate says go or gives up, or the driver is interrupted. The queue of jobs that wait for
-//! one another builds on it.
+//! one another (`crate::queue`) comes in as `admit`: asked once the gate says go, with the
+//! counters of that poll, it may keep the job waiting, for its own reason.
 
 use std::time::{Duration, Instant};
 
 use super::Interrupts;
-use crate::counters::{CounterError, CounterSource};
+use crate::counters::{CounterError, CounterSource, SystemCounters};
 use crate::policy::{Limits, Observation, StartDecision, StartGate, WaitReason};
 use crate::process::ancestors;
 
@@ -20,18 +21,25 @@ pub enum Waited {
     Interrupted(i32),
 }
 
+/// The queue's last word on a start (see [`wait_for_room`]): `Err` keeps the job waiting.
+pub type Admit<'a> = &'a mut dyn FnMut(&SystemCounters) -> Result<(), WaitReason>;
+
 /// Waits until `limits`' start gate lets the job start (`Ok(Ok(()))`). `busy` says whether a
 /// process's command line is one the job waits on (`--busy`); Headroom itself, its ancestors
 /// and other Headroom processes (guards waiting in line, whose command lines hold the very
-/// patterns) are never busy. `show` hears each reason it waits for, every poll.
+/// patterns) are never busy. Once the gate says go, `admit` (the queue, for
+/// `--wait-fit`) has the last word: `Err` keeps the job waiting, for its reason, and past
+/// `--start-timeout` gives up. `show` hears each reason it waits for, every poll.
 pub fn wait_for_room(
     counters: &impl CounterSource,
     limits: &Limits,
     busy: Option<&dyn Fn(&str) -> bool>,
     poll: Duration,
     interrupts: &dyn Interrupts,
+    admit: Option<Admit<'_>>,
     show: &mut dyn FnMut(&WaitReason),
 ) -> Result<Result<(), Waited>, CounterError> {
+    let mut admit = admit;
     let started = Instant::now();
     let mut gate = StartGate::default();
     let me = std::process::id();
@@ -63,7 +71,15 @@ pub fn wait_for_room(
             limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
             kernel_peak_bytes: None,
         };
-        match gate.decide(limits, &obs, busy_now.as_deref()) {
+        let decision = match gate.decide(limits, &obs, busy_now.as_deref()) {
+            StartDecision::Go => match admit.as_mut().map_or(Ok(()), |admit| admit(&system)) {
+                Ok(()) => StartDecision::Go,
+                Err(reason) if obs.t >= limits.start_timeout => StartDecision::GiveUp(reason),
+                Err(reason) => StartDecision::Wait(reason),
+            },
+            other => other,
+        };
+        match decision {
             StartDecision::Go => return Ok(Ok(())),
             StartDecision::GiveUp(reason) => return Ok(Err(Waited::GaveUp(reason))),
             StartDecision::Wait(reason) => show(&reason),

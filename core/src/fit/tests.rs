@@ -137,6 +137,7 @@ fn run(gib: f64, hours: u64) -> PastRun {
         need_bytes: (gib * GIB as f64) as u64,
         age: HOUR * hours as u32,
         did_not_fit: false,
+        run_time: Some(Duration::from_secs(60 + hours)),
     }
 }
 
@@ -158,6 +159,11 @@ fn predictions_from_one_two_and_many_runs() {
     let need = run(10.2, 0).need_bytes;
     assert_eq!(p.need_bytes, (need as f64 * MARGIN) as u64, "{p:?}");
     assert_eq!((p.runs, p.oldest), (5, HOUR * 24 * 7));
+    assert_eq!(
+        p.run_time,
+        Some(Duration::from_secs(60 + 24 * 7).mul_f64(MARGIN)),
+        "the longest run, with the margin"
+    );
     // A recent large run is never averaged away.
     let p = predict(&[run(20.0, 0), run(10.0, 1), run(10.0, 2), run(10.0, 3)]).unwrap();
     assert_eq!(p.need_bytes, (20.0 * GIB as f64 * MARGIN) as u64);
@@ -170,6 +176,7 @@ fn answers_count_the_free_floor() {
         runs: 4,
         oldest: HOUR,
         did_not_fit: 1,
+        run_time: None,
     };
     assert_eq!(answer(&p, 40 * GIB, 4 * GIB), Ok(7 * GIB));
     assert_eq!(answer(&p, 33 * GIB, 4 * GIB), Ok(0));
@@ -217,6 +224,7 @@ fn the_recorded_mac_runs_predict_themselves() {
             need_bytes: need,
             age: HOUR,
             did_not_fit: swapped,
+            run_time: None,
         }])
         .unwrap();
         let free_at_start = (first.level / 100.0 * total as f64) as u64;

@@ -35,6 +35,20 @@ pub enum WaitReason {
         /// How long it still has to stay quiet.
         quiet_left: Duration,
     },
+    /// In the queue of `--wait-fit` (see `crate::queue`): the predicted need does not fit in
+    /// the room, or an earlier job waits.
+    InLine {
+        /// The job's predicted need, bytes (none without a past run).
+        need_bytes: Option<u64>,
+        /// Free above the free floor, less the reservations, bytes.
+        room_bytes: u64,
+        /// Held back for jobs admitted a moment ago, bytes.
+        reserved_bytes: u64,
+        /// Its place among the waiting jobs, from 1.
+        position: usize,
+        /// The key of the first earlier job it may not pass, if that is why it waits.
+        behind: Option<String>,
+    },
 }
 
 impl std::fmt::Display for WaitReason {
@@ -66,8 +80,49 @@ impl std::fmt::Display for WaitReason {
                 "busy: {command} (quiet for {} more)",
                 format_duration(*quiet_left)
             ),
+            WaitReason::InLine {
+                need_bytes,
+                room_bytes,
+                reserved_bytes,
+                position,
+                behind,
+            } => {
+                match need_bytes {
+                    Some(need) => write!(
+                        f,
+                        "needs {}, {} free above the floor",
+                        format_bytes(*need),
+                        format_bytes(*room_bytes)
+                    )?,
+                    None => write!(f, "no past run, waits by --wait-free")?,
+                }
+                if *reserved_bytes > 0 {
+                    write!(
+                        f,
+                        " ({} held for jobs just started)",
+                        format_bytes(*reserved_bytes)
+                    )?;
+                }
+                write!(f, "; {} in line", ordinal(*position))?;
+                match behind {
+                    Some(key) => write!(f, ", behind {key}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `12th`, `13th`, `21st`.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// What the start gate says.

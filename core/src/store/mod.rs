@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use rusqlite::types::Value;
-use rusqlite::{params_from_iter, Connection, ErrorCode};
+use rusqlite::{params_from_iter, Connection, ErrorCode, TransactionBehavior};
 use serde::Serialize;
 
 use crate::history::{Agg, Metric, Point, HISTORY_RETENTION, METRICS};
@@ -271,8 +271,19 @@ impl Store {
             .map_err(damaged_or_failed)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL")
             .map_err(Opening::Failed)?;
+        // Each step under the write lock (an immediate transaction), its version read again
+        // inside it: of many processes opening a new database at once, one migrates each
+        // step and the others find it done (a step run twice would look like damage).
         for (from, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let tx = conn.transaction().map_err(Opening::Failed)?;
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(Opening::Failed)?;
+            let now: i64 = tx
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(damaged_or_failed)?;
+            if now > from as i64 {
+                continue;
+            }
             tx.execute_batch(sql).map_err(mismatch)?;
             tx.execute_batch(&format!("PRAGMA user_version = {}", from + 1))
                 .map_err(Opening::Failed)?;

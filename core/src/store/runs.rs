@@ -47,6 +47,8 @@ pub struct RunRow {
     pub id: i64,
     /// Its command line.
     pub command: String,
+    /// When it started, ms since the Unix epoch.
+    pub started_at_ms: i64,
     /// When it ended, ms since the Unix epoch.
     pub ended_at_ms: i64,
     /// The verdict's label (`fits`, `tight`, `doesnt_fit`, `stopped`).
@@ -69,6 +71,9 @@ impl RunRow {
             need_bytes: self.need_bytes,
             age: std::time::Duration::from_millis(age_ms),
             did_not_fit: self.verdict == "doesnt_fit",
+            run_time: u64::try_from(self.ended_at_ms - self.started_at_ms)
+                .ok()
+                .map(std::time::Duration::from_millis),
         }
     }
 }
@@ -129,7 +134,7 @@ impl Store {
     pub fn runs_of(&self, key: &str, limit: usize) -> Result<Vec<RunRow>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT id, command, ended_at_ms, verdict_json, need_bytes, need_lower_bound, \
-             total_bytes, free_start_percent FROM jobs WHERE key = ?1 AND need_bytes IS NOT NULL \
+             total_bytes, free_start_percent, started_at_ms FROM jobs WHERE key = ?1 AND need_bytes IS NOT NULL \
              ORDER BY ended_at_ms DESC, id DESC LIMIT ?2",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -138,6 +143,7 @@ impl Store {
             Ok(RunRow {
                 id: row.get(0)?,
                 command: row.get(1)?,
+                started_at_ms: row.get(8)?,
                 ended_at_ms: row.get(2)?,
                 verdict,
                 need_bytes: row.get(4)?,

@@ -438,3 +438,24 @@ fn a_version_3_database_keeps_its_running_jobs() {
     let store = open(&path);
     assert_eq!(store.active_jobs().unwrap(), vec![watched]);
 }
+
+#[test]
+fn many_processes_opening_a_new_database_at_once_migrate_it_once_and_damage_nothing() {
+    // Guards that start together each open the history: the first to open a new database
+    // migrates it; the others must wait for it, not run a step twice and take the
+    // "duplicate column" for damage (which moved the database aside, losing its runs).
+    for _ in 0..5 {
+        let (tmp, path) = db();
+        let barrier = std::sync::Barrier::new(8);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let (_, problem) = Store::open(&path).unwrap();
+                    assert_eq!(problem, None);
+                });
+            }
+        });
+        assert!(corrupt_files(&tmp.path().join("data")).is_empty());
+    }
+}

@@ -1,0 +1,209 @@
+//! The queue's files: one JSON file per guard in line, `<dir>/<pid>-<start_time>.json`
+//! (the guard's own identity), written atomically, and `<dir>/.lock`, held (an advisory
+//! `flock`) while a guard takes a ticket or decides. A place whose guard is gone (its pid
+//! and start time no longer name a live process: a crashed or SIGKILLed guard) is removed
+//! by whoever reads it next, so it holds nobody up. A guard leaves the line when its job
+//! ends, or when it stops waiting (Ctrl-C, `headroom stop`, `--start-timeout`): dropping its
+//! [`Line`] removes its file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::{decide, Memory, Place};
+use crate::counters::CounterSource;
+use crate::drive::Sink;
+use crate::engine::JobView;
+use crate::paths::write_atomic;
+use crate::policy::WaitReason;
+use crate::process::ProcessIdentity;
+use crate::units::unix_ms;
+
+/// The lock file's name in the queue's folder.
+const LOCK_FILE: &str = ".lock";
+/// A running job's use is rewritten when it has grown by this much (or reached its need).
+const USED_STEP_BYTES: u64 = 64 << 20;
+
+/// The places in `dir`, in turn (waiting and admitted alike); stale places are removed.
+/// Unreadable files are skipped with a warning. A missing `dir` is an empty queue.
+pub fn places(dir: &Path, counters: &impl CounterSource) -> Vec<Place> {
+    places_at(dir, |id| id.is_alive(counters))
+}
+
+fn places_at(dir: &Path, is_alive: impl Fn(&ProcessIdentity) -> bool) -> Vec<Place> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            tracing::warn!("queue: cannot list {}: {e}", dir.display());
+            return Vec::new();
+        }
+    };
+    let mut places = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') || path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let place = fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| serde_json::from_slice::<Place>(&bytes).map_err(|e| e.to_string()));
+        match place {
+            Ok(place) if is_alive(&place.guard) => places.push(place),
+            Ok(_) => {
+                tracing::debug!(
+                    "queue: removing the place of a guard gone, {}",
+                    path.display()
+                );
+                let _ = fs::remove_file(&path);
+            }
+            Err(e) => tracing::warn!("queue: skipping {}: {e}", path.display()),
+        }
+    }
+    places.sort_by_key(|p| p.ticket);
+    places
+}
+
+/// The held lock of a queue's folder; released when dropped.
+struct Locked(File);
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+fn lock(dir: &Path) -> io::Result<Locked> {
+    fs::create_dir_all(dir)?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))?;
+    file.lock()?;
+    Ok(Locked(file))
+}
+
+/// A guard's place in line, from joining to leaving (its file is removed when dropped).
+#[derive(Debug)]
+pub struct Line {
+    dir: PathBuf,
+    me: Place,
+}
+
+impl Line {
+    /// Joins the queue in `dir` with `place` (its ticket is taken here: after every place
+    /// there).
+    pub fn join(dir: &Path, mut place: Place, counters: &impl CounterSource) -> io::Result<Self> {
+        let _locked = lock(dir)?;
+        let last = places(dir, counters).iter().map(|p| p.ticket).max();
+        place.ticket = last.map_or(1, |t| t + 1);
+        let line = Line {
+            dir: dir.to_path_buf(),
+            me: place,
+        };
+        line.write()?;
+        Ok(line)
+    }
+
+    /// This guard's place.
+    pub fn place(&self) -> &Place {
+        &self.me
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join(format!(
+            "{}-{}.json",
+            self.me.guard.pid, self.me.guard.start_time
+        ))
+    }
+
+    fn write(&self) -> io::Result<()> {
+        let json = serde_json::to_vec_pretty(&self.me).map_err(io::Error::other)?;
+        write_atomic(&self.path(), &json)
+    }
+
+    /// Decides, under the lock, whether this guard may start with `free_bytes` free and a
+    /// floor of `floor_bytes`; when it may, it is admitted at once (its reservation counts
+    /// for every guard deciding after it).
+    pub fn admit(
+        &mut self,
+        free_bytes: u64,
+        floor_bytes: u64,
+        counters: &impl CounterSource,
+    ) -> io::Result<Result<(), WaitReason>> {
+        let _locked = lock(&self.dir)?;
+        let others: Vec<Place> = places(&self.dir, counters)
+            .into_iter()
+            .filter(|p| p.guard != self.me.guard)
+            .collect();
+        let memory = Memory {
+            free_bytes,
+            floor_bytes,
+            now_ms: unix_ms(SystemTime::now()),
+        };
+        let decision = decide(&self.me, &others, memory);
+        if decision.is_ok() {
+            self.me.admitted_at_ms = Some(memory.now_ms);
+            self.write()?;
+        }
+        Ok(decision)
+    }
+
+    /// The job's peak footprint so far: written when it has grown by [`USED_STEP_BYTES`]
+    /// or reached the need, so the reservation shrinks as the job takes its memory.
+    pub fn used(&mut self, peak_bytes: u64) -> io::Result<()> {
+        let need = self.me.need_bytes.unwrap_or(0);
+        let was = self.me.used_bytes;
+        let reached = peak_bytes >= need && was < need;
+        if peak_bytes > was && (peak_bytes - was >= USED_STEP_BYTES || reached) {
+            self.me.used_bytes = peak_bytes;
+            self.write()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Line {
+    fn drop(&mut self) {
+        if let Err(e) = fs::remove_file(self.path()) {
+            if e.kind() != io::ErrorKind::NotFound {
+                tracing::warn!("queue: cannot remove {}: {e}", self.path().display());
+            }
+        }
+    }
+}
+
+/// An admitted guard's place while its job runs: a sink of the driver that keeps the
+/// reservation up to date, and leaves the line when the job is over.
+#[derive(Debug)]
+pub struct LineSink {
+    line: Option<Line>,
+}
+
+impl LineSink {
+    /// The sink for an admitted guard's `line`.
+    pub fn new(line: Line) -> Self {
+        LineSink { line: Some(line) }
+    }
+}
+
+impl Sink for LineSink {
+    fn name(&self) -> String {
+        "the queue".to_string()
+    }
+
+    fn sample(&mut self, _sample: &crate::sampler::Sample, view: &JobView) -> io::Result<()> {
+        match (&mut self.line, view.peak_footprint_bytes) {
+            (Some(line), Some(peak)) => line.used(peak),
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self, _view: &JobView) -> io::Result<()> {
+        self.line = None;
+        Ok(())
+    }
+}
