@@ -376,6 +376,22 @@ check('recent verdicts from the history database', async (page) => {
   ]);
 });
 
+check('will it fit: the answer for the keys of recent runs, under free memory', async (page) => {
+  await page.goto(base);
+  await ready(page);
+  await page.waitFor(() => !document.querySelector('#fits').hidden);
+  const rows = await page.eval(() => [...document.querySelectorAll('#fits .fit')].map((f) => [
+    f.querySelector('.fit-key').textContent,
+    f.querySelector('.fit-answer').className,
+    f.querySelector('.fit-answer').textContent]));
+  assert.deepEqual(rows, [
+    ['python gen.py --steps 50', 'fit-answer no-fit', "won't fit, 7.8 GB short"],
+    ['make -j8', 'fit-answer fits', 'fits now, 18.9 GB to spare'],
+  ]);
+  const inHeader = await page.eval(() => !!document.querySelector('#status #fits'));
+  assert.ok(inHeader, 'next to free memory');
+});
+
 check('a running job that ends gets its verdict in place', async (page) => {
   await page.goto(base);
   await ready(page);

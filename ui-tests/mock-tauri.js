@@ -65,6 +65,10 @@
       { command: 'make -j8', mode: 'watch', started_at_ms: Date.now() - 90_000_000, ended_at_ms: Date.now() - 86_400_000,
         verdict: { fits: true, text: 'fits: swap +0 B, peak footprint 2.1 GB, 12m 3s, exited with code 0' } },
     ],
+    fits: params.get('jobs') === 'none' ? [] : [
+      { key: 'python gen.py --steps 50', need_bytes: 29.1 * GB, runs: 4, fits: false, margin_bytes: 7.8 * GB, text: "won't fit, 7.8 GB short", last_verdict: "doesn't fit" },
+      { key: 'make -j8', need_bytes: 2.4 * GB, runs: 2, fits: true, margin_bytes: 18.9 * GB, text: 'fits now, 18.9 GB to spare', last_verdict: 'fits' },
+    ],
     jobs: params.get('jobs') === 'none' ? [] : [
       { id: 'job-7', pid: 4242, command: 'python generate.py --model stabilityai/stable-diffusion-xl-base-1.0 --offload cpu --steps 50', mode: 'guard', state: 'running', swap_growth_bytes: 7.1 * GB, swap_budget_bytes: 8 * GB, peak_footprint_bytes: 18.5 * GB, verdict: null, read_only: false },
       { id: 'job-6', pid: 5120, command: 'node /Users/ana/dev/site/node_modules/.bin/next dev', mode: 'watch', state: 'running', swap_growth_bytes: 120 * MB, swap_budget_bytes: null, peak_footprint_bytes: 812 * MB, verdict: null, read_only: false },
@@ -156,6 +160,7 @@
     },
     get_jobs: () => clone(mock.jobs),
     get_recent_jobs: () => clone(mock.recent),
+    get_fits: () => clone(mock.fits),
     watch: ({ pid }) => addJob(pid, 'watch', null),
     guard: ({ pid, swapBudget, killFree, onBudget }) => {
       if (onBudget !== 'stop' && onBudget !== 'pause') throw fail('on_budget', 'on budget', `'${onBudget}' is not one of stop, pause`);

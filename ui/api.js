@@ -60,6 +60,11 @@ export function getRecentJobs() {
   return call('get_recent_jobs');
 }
 
+/** For the keys of recent runs: the prediction and whether it fits in free memory now. */
+export function getFits() {
+  return call('get_fits');
+}
+
 /** All jobs: watched, guarded and external (`headroom guard` in a terminal). */
 export function getJobs() {
   return call('get_jobs');

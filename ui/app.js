@@ -19,6 +19,7 @@ import {
 } from './lists.js';
 import { initProcesses, applyGuardDefaults } from './processes.js';
 import { initSettings, loadSettings } from './settings.js';
+import { refreshFits } from './fits.js';
 
 const SLOW_REFRESH_MS = 2000;
 const HEARTBEAT_MS = 1000;
@@ -31,6 +32,7 @@ function onTick(payload) {
   if (ours) ++state.seq.status; // newer than any status request in flight
   renderStatus(payload, { withChange: ours });
   succeeded('status');
+  refreshFits();
   maybeRefreshSlow();
 }
 
@@ -39,7 +41,7 @@ function onTick(payload) {
 function refreshSlow() {
   state.lastSlowAt = Date.now();
   state.slowInFlight = true;
-  const work = [refreshChart(), refreshJobs().then(refreshProcesses)];
+  const work = [refreshChart(), refreshJobs().then(refreshProcesses), refreshFits()];
   if (state.windowSeconds !== config.tickWindow && Date.now() - state.lastTickAt < SLOW_REFRESH_MS) {
     work.push(refreshStatus()); // the change over 1 h / 24 h (ticks carry 10 min)
   }

@@ -38,6 +38,7 @@ const LABELS = {
   processes: 'Couldn\u2019t load processes',
   settings: 'Couldn\u2019t load settings',
   events: 'Live updates unavailable',
+  fits: 'Couldn\u2019t answer \u201cwill it fit?\u201d',
   config: 'Couldn\u2019t load the popover\u2019s settings from Headroom',
 };
 

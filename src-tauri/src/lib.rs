@@ -41,6 +41,7 @@ pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<
             jobs::stop_job,
             commands::watch::get_jobs,
             commands::watch::get_recent_jobs,
+            commands::fits::get_fits,
             commands::get_settings,
             commands::set_settings,
         ])

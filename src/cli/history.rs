@@ -11,7 +11,7 @@ use headroom_core::counters::{CounterSource, Counters, SystemCounters};
 use headroom_core::defaults as d;
 use headroom_core::drive::Outcome;
 use headroom_core::engine::{FinishedJob, JobMode};
-use headroom_core::fit::{job_key, predict, Prediction, Taken};
+use headroom_core::fit::{job_key, Prediction, Taken};
 use headroom_core::paths::Dirs;
 use headroom_core::policy::{EndReason, Verdict};
 use headroom_core::process::ProcessIdentity;
@@ -21,9 +21,6 @@ use headroom_core::units::{format_bytes, format_duration, unix_ms};
 
 use super::exit;
 use super::output::{print_json, say};
-
-/// Runs a prediction reads at most.
-const RUNS_READ: usize = 1000;
 
 /// History flags of `guard`.
 #[derive(Debug, Args)]
@@ -83,10 +80,9 @@ pub(super) fn prediction_of(
     store: &Store,
     key: &str,
 ) -> Result<(Option<Prediction>, Vec<RunRow>), String> {
-    let rows = store.runs_of(key, RUNS_READ).map_err(|e| e.to_string())?;
-    let now = unix_ms(SystemTime::now());
-    let runs: Vec<_> = rows.iter().map(|r| r.past_run(now)).collect();
-    Ok((predict(&runs), rows))
+    store
+        .predict_key(key, unix_ms(SystemTime::now()))
+        .map_err(|e| e.to_string())
 }
 
 /// "needs about 29.1 GB (4 runs, last 2 days; 1 did not fit)".

@@ -8,7 +8,10 @@ use serde::Serialize;
 
 use super::{Store, StoreError};
 use crate::engine::FinishedJob;
-use crate::fit::{need_of, PastRun, Taken};
+use crate::fit::{need_of, predict, PastRun, Prediction, Taken};
+
+/// Runs a prediction reads at most (the newest).
+pub const RUNS_PREDICTED: usize = 1000;
 
 /// What is known of a run beyond its verdict.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,6 +131,18 @@ impl Store {
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The prediction for `key` from its last [`RUNS_PREDICTED`] runs (none without a past
+    /// run), with those runs, newest first; `now_ms` dates them.
+    pub fn predict_key(
+        &self,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<(Option<Prediction>, Vec<RunRow>), StoreError> {
+        let rows = self.runs_of(key, RUNS_PREDICTED)?;
+        let runs: Vec<PastRun> = rows.iter().map(|r| r.past_run(now_ms)).collect();
+        Ok((predict(&runs), rows))
     }
 
     /// The runs of `key`, newest first, at most `limit`.

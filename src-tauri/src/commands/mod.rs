@@ -3,8 +3,9 @@
 //!
 //! This file: the config the page reads, the header, the chart and the settings;
 //! `processes.rs` the process list; `watch.rs` watching, guarding and the job lists;
-//! `job_rows.rs` what the page gets for a job. Pause, resume and stop are in `crate::jobs`.
+//! `job_rows.rs` what the page gets for a job; `fits.rs` "will it fit?" for recent keys. Pause, resume and stop are in `crate::jobs`.
 
+pub mod fits;
 pub mod job_rows;
 pub mod processes;
 pub mod watch;
