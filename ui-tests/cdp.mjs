@@ -117,9 +117,30 @@ export async function launch({ chrome = process.env.CHROMIUM || '/usr/bin/chromi
     },
     async close() {
       try { ws.close(); } catch { /* ignore */ }
+      // Chromium writes its profile until it has exited: wait for that before removing it
+      // (a removal racing its last writes failed with ENOTEMPTY).
+      const gone = () => proc.exitCode !== null || proc.signalCode !== null;
+      const exited = new Promise((resolve) => { if (gone()) resolve(); else proc.once('exit', resolve); });
       proc.kill('SIGTERM');
-      await sleep(200);
-      rmSync(profile, { recursive: true, force: true });
+      await Promise.race([exited, sleep(5000)]);
+      if (!gone()) {
+        proc.kill('SIGKILL');
+        await Promise.race([exited, sleep(2000)]);
+      }
+      // Its helpers (zygote, crashpad) may still write for a moment: retry, then leave the
+      // temporary profile behind with a word rather than fail a check that passed.
+      for (let tries = 0; ; tries++) {
+        try {
+          rmSync(profile, { recursive: true, force: true });
+          break;
+        } catch (error) {
+          if (tries >= 20) {
+            console.warn(`cdp: left ${profile}: ${error.message}`);
+            break;
+          }
+          await sleep(100);
+        }
+      }
     },
   };
   listeners.push((m) => {

@@ -258,6 +258,8 @@ check('guard form: defaults, field errors by prefix, submit, cancel', async (pag
     focused: document.activeElement.id,
   }));
   assert.deepEqual(r, { budget: '8G', kill: '10', after: '9031', focused: 'guard-budget' });
+  await page.waitFor(() => !document.querySelector('#guard-fit').textContent.endsWith('…'));
+  assert.match(await page.eval(() => document.querySelector('#guard-fit').textContent), /^No past run of \/Applications/);
 
   await page.type('#guard-budget', 'x');
   await page.click('#guard-submit');
@@ -390,6 +392,23 @@ check('will it fit: the answer for the keys of recent runs, under free memory', 
   ]);
   const inHeader = await page.eval(() => !!document.querySelector('#status #fits'));
   assert.ok(inHeader, 'next to free memory');
+});
+
+check('guard form: the prediction and past verdicts of the process picked', async (page) => {
+  await page.goto(base);
+  await ready(page);
+  await page.click('.proc[data-pid="7702"] button[data-action="guard"]');
+  await page.waitFor(() => document.querySelector('#guard-fit')?.dataset.fits);
+  const r = await page.eval(() => ({
+    text: document.querySelector('#guard-fit').textContent,
+    fits: document.querySelector('#guard-fit').dataset.fits,
+    title: document.querySelector('#guard-fit').title,
+    asked: window.__mock.calls.filter((c) => c.name === 'get_fit_of').map((c) => c.args.command),
+  }));
+  assert.equal(r.text, "Needs about 29.1 GB (4 past runs): won't fit, 7.8 GB short. Last: doesn't fit, fits");
+  assert.equal(r.fits, 'false');
+  assert.equal(r.title, 'Key: ollama serve');
+  assert.deepEqual(r.asked, ['ollama serve']);
 });
 
 check('a running job that ends gets its verdict in place', async (page) => {

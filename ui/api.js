@@ -65,6 +65,12 @@ export function getFits() {
   return call('get_fits');
 }
 
+/** For a process picked in the Guard form (by its command line): its key, the answer from
+ *  its past runs ({ key, fit: null | { text, fits, need_bytes, runs }, past_verdicts }). */
+export function getFitOf(command) {
+  return call('get_fit_of', { command });
+}
+
 /** All jobs: watched, guarded and external (`headroom guard` in a terminal). */
 export function getJobs() {
   return call('get_jobs');

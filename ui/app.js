@@ -141,7 +141,7 @@ async function start() {
   selectWindow(state.windowSeconds);
   bindTabs();
   bindSearch();
-  initProcesses({ onWatch, onGuard, guardDefaults });
+  initProcesses({ onWatch, onGuard, guardDefaults, fitOf: (proc) => api.getFitOf(proc.command) });
   initSettings({
     onChange: () => applyGuardDefaults(guardDefaults()),
     onError: (error) => failed('settings', error),

@@ -11,7 +11,7 @@ import { config } from './state.js';
 
 
 const rows = new Map(); // pid -> row element
-let handlers = null; // { onWatch(proc, button), onGuard(proc, budget, killFree) -> Promise }
+let handlers = null; // { onWatch(proc, button), onGuard(proc, budget, killFree) -> Promise, fitOf(proc) -> Promise }
 let guard = null; // { pid, name, row: <li>, form parts }
 let pointerInside = false;
 let lastQuery = null;
@@ -179,8 +179,11 @@ function buildGuardRow(proc, defaults) {
   const title = el('div', { class: 'guard-title' },
     el('span', { text: 'Guard' }), el('strong', { text: proc.name }),
     el('span', { class: 'guard-pid', text: `pid ${proc.pid}` }));
+  const fitLine = el('p', { class: 'guard-fit', id: 'guard-fit', text: 'Past runs: …' });
+  showFitOf(proc, fitLine);
   const form = el('form', { id: 'guard-form', class: 'guard-form', noValidate: true, attrs: { 'aria-label': `Guard ${proc.name}` } },
     title,
+    fitLine,
     el('div', { class: 'guard-fields' }, budget.wrap, killFree.wrap, onBudgetWrap),
     el('p', { class: 'guard-help', text: 'Stops (or pauses) it and its children when its swap growth passes the budget or free memory stays below the floor. A warning comes first.' }),
     general,
@@ -220,6 +223,24 @@ function buildGuardRow(proc, defaults) {
     }
   });
   return { pid: proc.pid, row, budget, killFree };
+}
+
+/** Fills the Guard form's line on the process's past runs: the prediction and the answer
+ *  now, and their verdicts (Rust's words), or that it has none. */
+async function showFitOf(proc, line) {
+  try {
+    const r = await handlers.fitOf(proc);
+    const past = Array.isArray(r?.past_verdicts) ? r.past_verdicts : [];
+    if (r?.fit) {
+      line.dataset.fits = String(!!r.fit.fits);
+      setText(line, `Needs about ${formatBytes(r.fit.need_bytes)} (${r.fit.runs} past run${r.fit.runs === 1 ? '' : 's'}): ${r.fit.text}. Last: ${past.join(', ')}`);
+    } else {
+      setText(line, `No past run of ${r?.key ?? proc.name} yet: its verdict will be its first.`);
+    }
+    setAttr(line, 'title', r?.key ? `Key: ${r.key}` : null);
+  } catch (error) {
+    setText(line, `Past runs unavailable: ${error}`);
+  }
 }
 
 function toggleGuardForm(proc) {

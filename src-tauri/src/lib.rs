@@ -42,6 +42,7 @@ pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<
             commands::watch::get_jobs,
             commands::watch::get_recent_jobs,
             commands::fits::get_fits,
+            commands::fits::get_fit_of,
             commands::get_settings,
             commands::set_settings,
         ])

@@ -91,3 +91,33 @@ def test_the_answer_follows_free_memory(driver):
         if hog and hog.poll() is None:
             hog.kill()
         cli("history", "forget", key)
+
+
+def test_the_guard_form_shows_the_prediction_of_the_process_picked(driver):
+    seconds = str(3000 + os.getpid() % 1000)
+    key = f"sleep {seconds}"  # the key of the process's command line
+    seed(key, 1 * GIB)
+    proc = subprocess.Popen(["sleep", seconds])
+    try:
+        search = driver.find_element(By.ID, "search")
+        search.clear()
+        search.send_keys(seconds)
+        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{proc.pid}']"),
+                       what="the process's row")
+        row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+        line = wait_for(lambda: driver.find_element(By.ID, "guard-fit").get_attribute("data-fits")
+                        and driver.find_element(By.ID, "guard-fit"), what="the prediction in the form")
+        text = line.get_attribute("textContent")
+        assert text.startswith("Needs about ") and "(1 past run): fits now" in text, text
+        assert text.endswith("Last: fits"), text
+        assert line.get_attribute("title") == f"Key: {key}"
+        shot(driver, "guard-form-fit.png")
+        driver.find_element(By.ID, "guard-cancel").click()
+        search.clear()
+    except AssertionError:
+        shot(driver, "guard-form-fit-failure.png")
+        raise
+    finally:
+        proc.kill()
+        proc.wait(5)
+        cli("history", "forget", key)

@@ -1,10 +1,12 @@
-//! "Will it fit?" in the popover: for the keys of the most recent runs, the prediction from
-//! their past runs (`headroom_core::fit`, read from the one run history) and the answer for
-//! the free memory of the latest sample, above the free floor of the settings.
+//! "Will it fit?" in the popover: for the keys of the most recent runs, and for the process
+//! picked in the Guard form, the prediction from their past runs (`headroom_core::fit`, read
+//! from the one run history) and the answer for the free memory of the latest sample, above
+//! the free floor of the settings.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use headroom_core::fit::answer;
+use headroom_core::fit::{answer, key_of_command_line, Prediction};
+use headroom_core::store::Store;
 use headroom_core::units::{format_bytes, unix_ms};
 use serde::Serialize;
 use tauri::State;
@@ -14,6 +16,8 @@ use crate::state::{lock, AppState};
 
 /// Keys shown at most (the most recently run).
 pub const FIT_KEYS: usize = 3;
+/// Past verdicts the Guard form lists at most.
+const PAST_VERDICTS: usize = 5;
 
 /// One key's answer, as the popover shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -34,20 +38,61 @@ pub struct UiFit {
     last_verdict: String,
 }
 
+/// What the Guard form shows for the process picked: its key, the answer when it has past
+/// runs, and their verdicts, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct UiFitOf {
+    /// The key of its command line.
+    key: String,
+    /// The answer, when the key has past runs.
+    fit: Option<UiFit>,
+    /// The verdict words of its last runs, newest first.
+    past_verdicts: Vec<String>,
+}
+
+/// Free memory now and the free floor, bytes, from the latest sample and the settings.
+fn room_now(state: &AppState) -> Option<(u64, u64)> {
+    let status = lock(&state.monitor).status(Duration::from_secs(60))?;
+    let floor_percent = lock(&state.settings).default_kill_free_percent;
+    let of_total = |percent: f64| (percent.max(0.0) / 100.0 * status.total_bytes as f64) as u64;
+    Some((of_total(status.free_percent), of_total(floor_percent)))
+}
+
+fn ui_fit(key: &str, p: &Prediction, last_verdict: &str, (free, floor): (u64, u64)) -> UiFit {
+    let (fits, margin_bytes) = match answer(p, free, floor) {
+        Ok(spare) => (true, spare),
+        Err(short) => (false, short),
+    };
+    let text = if fits {
+        format!("fits now, {} to spare", format_bytes(margin_bytes))
+    } else {
+        format!("won't fit, {} short", format_bytes(margin_bytes))
+    };
+    UiFit {
+        key: key.to_string(),
+        need_bytes: p.need_bytes,
+        runs: p.runs,
+        fits,
+        margin_bytes,
+        text,
+        last_verdict: last_verdict.to_string(),
+    }
+}
+
+fn now_ms() -> i64 {
+    unix_ms(SystemTime::now())
+}
+
 /// The answers for the keys of the most recent runs; empty without a history or a sample.
 #[tauri::command]
 pub fn get_fits(state: State<'_, AppState>) -> CommandResult<Vec<UiFit>> {
-    let Some(status) = lock(&state.monitor).status(Duration::from_secs(60)) else {
+    let Some(room) = room_now(&state) else {
         return Ok(Vec::new());
     };
-    let floor_percent = lock(&state.settings).default_kill_free_percent;
-    let of_total = |percent: f64| (percent.max(0.0) / 100.0 * status.total_bytes as f64) as u64;
-    let (free_bytes, floor_bytes) = (of_total(status.free_percent), of_total(floor_percent));
     let store = lock(&state.store);
     let Some(store) = store.as_ref() else {
         return Ok(Vec::new());
     };
-    let now_ms = unix_ms(std::time::SystemTime::now());
     let mut fits = Vec::new();
     for key in store
         .keys()
@@ -55,31 +100,45 @@ pub fn get_fits(state: State<'_, AppState>) -> CommandResult<Vec<UiFit>> {
         .into_iter()
         .take(FIT_KEYS)
     {
-        let (Some(p), _) = store
-            .predict_key(&key.key, now_ms)
-            .map_err(|e| e.to_string())?
-        else {
-            continue;
-        };
-        let answer = answer(&p, free_bytes, floor_bytes);
-        let (fits_now, margin_bytes) = match answer {
-            Ok(spare) => (true, spare),
-            Err(short) => (false, short),
-        };
-        let text = if fits_now {
-            format!("fits now, {} to spare", format_bytes(margin_bytes))
-        } else {
-            format!("won't fit, {} short", format_bytes(margin_bytes))
-        };
-        fits.push(UiFit {
-            key: key.key,
-            need_bytes: p.need_bytes,
-            runs: p.runs,
-            fits: fits_now,
-            margin_bytes,
-            text,
-            last_verdict: key.last_verdict,
-        });
+        let (prediction, _) = store
+            .predict_key(&key.key, now_ms())
+            .map_err(|e| e.to_string())?;
+        if let Some(p) = prediction {
+            fits.push(ui_fit(&key.key, &p, &key.last_verdict, room));
+        }
     }
     Ok(fits)
+}
+
+/// The prediction for a process picked in the Guard form (its key: its command line, see
+/// `headroom_core::fit::key_of_command_line`) and its past verdicts.
+#[tauri::command]
+pub fn get_fit_of(state: State<'_, AppState>, command: String) -> CommandResult<UiFitOf> {
+    let key = key_of_command_line(&command);
+    let room = room_now(&state);
+    let store = lock(&state.store);
+    let Some(store) = store.as_ref() else {
+        return Err("the run history could not be opened".into());
+    };
+    fit_of(store, key, room)
+}
+
+fn fit_of(store: &Store, key: String, room: Option<(u64, u64)>) -> CommandResult<UiFitOf> {
+    let (prediction, rows) = store
+        .predict_key(&key, now_ms())
+        .map_err(|e| e.to_string())?;
+    let past_verdicts: Vec<String> = rows
+        .iter()
+        .take(PAST_VERDICTS)
+        .map(|r| r.verdict.clone())
+        .collect();
+    let last = past_verdicts.first().cloned().unwrap_or_default();
+    let fit = prediction
+        .zip(room)
+        .map(|(p, room)| ui_fit(&key, &p, &last, room));
+    Ok(UiFitOf {
+        key,
+        fit,
+        past_verdicts,
+    })
 }
