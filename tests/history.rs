@@ -152,3 +152,27 @@ fn imported_mac_traces_are_past_runs() {
     assert!(out.contains(&key), "{out}");
     run(&["history", "forget", &key]);
 }
+
+#[test]
+fn a_watched_run_is_recorded_too() {
+    let key = format!("watched-{}", std::process::id());
+    let hog = hog_path();
+    let mut child = std::process::Command::new(&hog)
+        .args(["128M", "--hold", "2"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let (code, _, err) = run(&["watch", &pid, "--poll", "0.2s", "--key", &key]);
+    child.wait().unwrap();
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&["history", &key, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows.len(), 1, "{out}");
+    let need = rows[0]["need_bytes"].as_u64().unwrap();
+    assert!(need >= 100 * MIB, "its need is what it took: {need}");
+    let (code, _, _) = run(&["fit", "--key", &key, "--free", "1000G", "--", "x"]);
+    assert_eq!(code, Some(0), "a prediction from the watched run");
+    run(&["history", "forget", &key]);
+}

@@ -190,7 +190,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    after_end(&before, &outcome, &args.history);
+    after_end(&before, &outcome, JobMode::Guard, &args.history);
     finished(&outcome, report.as_ref(), args.job.run.json)
 }
 

@@ -22,7 +22,7 @@ use headroom_core::units::{format_bytes, format_duration, unix_ms};
 use super::exit;
 use super::output::{print_json, say};
 
-/// History flags of `guard`.
+/// History flags of `guard` and `watch`.
 #[derive(Debug, Args)]
 pub struct HistoryFlags {
     /// Name the job: runs with the same key share a history, whatever their arguments
@@ -126,9 +126,9 @@ pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) 
     }
 }
 
-/// After a guarded run: the record kept (or why not), and how the run compared with its
+/// After a guarded or watched run (`mode`): the record kept (or why not), and how the run compared with its
 /// prediction.
-pub fn after_end(before: &Before, outcome: &Outcome, flags: &HistoryFlags) {
+pub fn after_end(before: &Before, outcome: &Outcome, mode: JobMode, flags: &HistoryFlags) {
     let taken = before.system.as_ref().map_or(Taken::Footprint, |s| {
         Taken::here(s.total_bytes, s.free_percent)
     });
@@ -149,7 +149,7 @@ pub fn after_end(before: &Before, outcome: &Outcome, flags: &HistoryFlags) {
             start_time: 0,
         },
         command: outcome.command.clone(),
-        mode: JobMode::Guard,
+        mode,
         started_at_ms: unix_ms(before.started),
         ended_at_ms: unix_ms(SystemTime::now()),
         verdict: outcome.verdict.clone(),

@@ -15,6 +15,7 @@ use super::exit;
 use headroom_core::counters::CounterSource;
 use headroom_core::process::ProcessIdentity;
 
+use super::history::{after_end, before_start, HistoryFlags};
 use super::output::print_json;
 use super::signals::Signals;
 use super::sinks::job_sinks;
@@ -39,6 +40,8 @@ pub struct WatchArgs {
     guard: bool,
     #[command(flatten)]
     job: JobArgs,
+    #[command(flatten)]
+    history: HistoryFlags,
 }
 
 /// Runs `headroom watch`.
@@ -62,6 +65,8 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let command = info.display_command().to_string();
+    let argv: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    let before = before_start(&counters, &argv, &args.history);
     let trace = args.job.trace_sink(&command)?;
     let interrupts = Signals::install()?;
     let sinks = job_sinks(&counters, &command, trace, None);
@@ -82,6 +87,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         sinks,
         &interrupts,
     )?;
+    after_end(&before, &outcome, mode, &args.history);
     let code = match exit::of_end(&outcome.verdict.ended) {
         exit::OK if outcome.verdict.fits => exit::OK,
         exit::OK => exit::DOES_NOT_FIT,
