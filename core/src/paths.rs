@@ -276,6 +276,41 @@ pub(crate) fn unix_seconds_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// The JSON files of `dir` (`*.json`, not the dot-files of an atomic write under way), each
+/// with its path, as `T`: a file that cannot be read or parsed is skipped with a warning
+/// naming `what` and the file; a missing `dir` has none. The job files and the queue's
+/// places are read so.
+pub fn read_json_files<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    what: &str,
+) -> Vec<(PathBuf, T)> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            tracing::warn!("{what}: cannot list {}: {e}", dir.display());
+            return Vec::new();
+        }
+    };
+    let mut files = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_name().to_string_lossy().starts_with('.')
+            || path.extension().is_none_or(|e| e != "json")
+        {
+            continue;
+        }
+        let parsed = fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| serde_json::from_slice::<T>(&bytes).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(value) => files.push((path, value)),
+            Err(e) => tracing::warn!("{what}: skipping {}: {e}", path.display()),
+        }
+    }
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

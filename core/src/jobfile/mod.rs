@@ -238,34 +238,8 @@ enum Judged {
 
 /// [`JobFile::list`] at `now_ms`, with `is_alive` deciding whether a process still exists.
 fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool) -> Vec<JobFile> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
-        Err(e) => {
-            tracing::warn!("job files: cannot list {}: {e}", dir.display());
-            return Vec::new();
-        }
-    };
     let mut jobs = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        // Temporary files of an atomic write start with a dot.
-        if name.starts_with('.') || path.extension().is_none_or(|e| e != "json") {
-            continue;
-        }
-        let job = match fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| serde_json::from_slice::<JobFile>(&bytes).map_err(|e| e.to_string()))
-        {
-            Ok(job) => job,
-            Err(e) => {
-                tracing::warn!("job files: skipping {}: {e}", path.display());
-                continue;
-            }
-        };
-        let mut job = job;
+    for (path, mut job) in crate::paths::read_json_files::<JobFile>(dir, "job files") {
         match job.judge(now_ms, &is_alive) {
             Judged::Stale => {
                 tracing::debug!("job files: removing stale {}", path.display());

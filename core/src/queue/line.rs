@@ -15,7 +15,7 @@ use super::{decide, Memory, Place};
 use crate::counters::CounterSource;
 use crate::drive::Sink;
 use crate::engine::JobView;
-use crate::paths::write_atomic;
+use crate::paths::{read_json_files, write_atomic};
 use crate::policy::WaitReason;
 use crate::process::ProcessIdentity;
 use crate::units::unix_ms;
@@ -32,34 +32,16 @@ pub fn places(dir: &Path, counters: &impl CounterSource) -> Vec<Place> {
 }
 
 fn places_at(dir: &Path, is_alive: impl Fn(&ProcessIdentity) -> bool) -> Vec<Place> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
-        Err(e) => {
-            tracing::warn!("queue: cannot list {}: {e}", dir.display());
-            return Vec::new();
-        }
-    };
     let mut places = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') || path.extension().is_none_or(|e| e != "json") {
-            continue;
-        }
-        let place = fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| serde_json::from_slice::<Place>(&bytes).map_err(|e| e.to_string()));
-        match place {
-            Ok(place) if is_alive(&place.guard) => places.push(place),
-            Ok(_) => {
-                tracing::debug!(
-                    "queue: removing the place of a guard gone, {}",
-                    path.display()
-                );
-                let _ = fs::remove_file(&path);
-            }
-            Err(e) => tracing::warn!("queue: skipping {}: {e}", path.display()),
+    for (path, place) in read_json_files::<Place>(dir, "queue") {
+        if is_alive(&place.guard) {
+            places.push(place);
+        } else {
+            tracing::debug!(
+                "queue: removing the place of a guard gone, {}",
+                path.display()
+            );
+            let _ = fs::remove_file(&path);
         }
     }
     places.sort_by_key(|p| p.ticket);
