@@ -134,7 +134,7 @@ impl Line {
         Ok(decision)
     }
 
-    /// The job's peak footprint so far: written when it has grown by [`USED_STEP_BYTES`]
+    /// The job's peak footprint so far: written when it has grown by `USED_STEP_BYTES` (64 MiB)
     /// or reached the need, so the reservation shrinks as the job takes its memory.
     pub fn used(&mut self, peak_bytes: u64) -> io::Result<()> {
         let need = self.me.need_bytes.unwrap_or(0);

@@ -133,7 +133,7 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// The prediction for `key` from its last [`RUNS_PREDICTED`] runs (none without a past
+    /// The prediction for `key` from its last `RUNS_PREDICTED` runs (none without a past
     /// run), with those runs, newest first; `now_ms` dates them.
     pub fn predict_key(
         &self,
