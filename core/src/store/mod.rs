@@ -190,7 +190,7 @@ impl Store {
                 source,
             })?;
         }
-        let opened = match Store::try_open(path) {
+        let opened = match Store::try_open_patiently(path) {
             Ok(store) => return Ok((store, None)),
             Err(Opening::Failed(source)) => {
                 return Err(StoreError::Open {
@@ -222,7 +222,7 @@ impl Store {
             moved_to,
         };
         tracing::warn!("{problem}");
-        match Store::try_open(path) {
+        match Store::try_open_patiently(path) {
             Ok(store) => Ok((store, Some(problem))),
             Err(Opening::Failed(source)) => Err(StoreError::Open {
                 path: path.to_path_buf(),
@@ -232,6 +232,23 @@ impl Store {
                 path: path.to_path_buf(),
                 reason,
             }),
+        }
+    }
+
+    /// [`Store::try_open`], tried again while the database is busy or locked, for up to
+    /// [`OPEN_PATIENCE`]. The busy timeout does not cover every case: two connections that
+    /// both read and then want the write lock (switching a new file to WAL) deadlock, and
+    /// SQLite answers one of them "locked" at once rather than wait.
+    fn try_open_patiently(path: &Path) -> Result<Store, Opening> {
+        let started = std::time::Instant::now();
+        loop {
+            match Store::try_open(path) {
+                Err(Opening::Failed(e)) if is_busy(&e) && started.elapsed() < OPEN_PATIENCE => {
+                    tracing::debug!("{}: {e}, trying again", path.display());
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => return other,
+            }
         }
     }
 
@@ -394,6 +411,17 @@ impl Store {
 }
 
 /// Errors that say nothing about the file's contents.
+/// How long opening waits for a busy or locked database before it gives up.
+const OPEN_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Busy or locked: another connection holds the lock; worth trying again.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
 fn is_transient(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),

@@ -444,7 +444,7 @@ fn many_processes_opening_a_new_database_at_once_migrate_it_once_and_damage_noth
     // Guards that start together each open the history: the first to open a new database
     // migrates it; the others must wait for it, not run a step twice and take the
     // "duplicate column" for damage (which moved the database aside, losing its runs).
-    for _ in 0..5 {
+    for _ in 0..20 {
         let (tmp, path) = db();
         let barrier = std::sync::Barrier::new(8);
         std::thread::scope(|scope| {
