@@ -35,6 +35,11 @@ fn file(pid: u32, start_time: u64, state: JobStatus) -> JobFile {
         guard: None,
         members: vec![ProcessIdentity { pid, start_time }],
         unguarded: false,
+        mode: headroom_core::engine::JobMode::Guard,
+        paused_since_ms: None,
+        resumed_at_ms: None,
+        resumes_by_itself: false,
+        yields: false,
     }
 }
 

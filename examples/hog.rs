@@ -1,7 +1,8 @@
 //! A memory hog for Headroom's end-to-end tests: allocates and touches SIZE of memory, then
 //! holds it until killed (or for `--hold`).
 //!
-//! `hog SIZE [--children N] [--delay MS] [--hold SECONDS] [--tag WORD]`: with `--children`,
+//! `hog SIZE [--children N] [--delay MS] [--step-ms MS] [--hold SECONDS] [--tag WORD]`:
+//! `--step-ms` sleeps after each MiB (a slow allocator); with `--children`,
 //! it first starts N child hogs of 1 MiB each (with the same tag), so that its process tree
 //! has descendants to stop; `--delay` waits before allocating; `--tag` only marks the command
 //! line so tests can find every hog they started; `--term-file PATH` writes the wall-clock
@@ -63,7 +64,11 @@ fn main() -> ExitCode {
     }
     let chunks = usize::try_from(size).unwrap_or(usize::MAX).div_ceil(CHUNK);
     let mut held: Vec<Vec<u8>> = Vec::with_capacity(chunks);
+    let step = flag("--step-ms").map(Duration::from_millis);
     for i in 0..chunks {
+        if let Some(step) = step {
+            std::thread::sleep(step);
+        }
         let mut chunk = vec![0u8; CHUNK];
         // A different byte per page and chunk: every page is touched and distinct.
         for (p, page) in chunk.chunks_mut(PAGE).enumerate() {

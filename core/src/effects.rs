@@ -20,6 +20,10 @@ pub enum Control {
     Resume,
     /// Stop it (SIGTERM, then SIGKILL after the grace).
     Stop,
+    /// Pause it to make room for an older guarded job whose budget was crossed (sent by
+    /// that job's guard: [`crate::policy::order`]); refused unless it pauses at its budget
+    /// and has pauses left. A job already paused answers done.
+    Yield,
 }
 
 impl Control {
@@ -29,6 +33,7 @@ impl Control {
             Control::Pause => "pause",
             Control::Resume => "resume",
             Control::Stop => "stop",
+            Control::Yield => "yield",
         }
     }
 }

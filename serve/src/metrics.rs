@@ -95,6 +95,7 @@ pub fn stop_word(reason: &StopReason) -> &'static str {
         StopReason::SwapLimit { .. } => "swap_limit",
         StopReason::LowFree { .. } => "low_free",
         StopReason::Requested => "requested",
+        StopReason::MakesRoom { .. } => "makes_room",
     }
 }
 

@@ -319,6 +319,11 @@ fn terminal_guards_are_listed_read_only() {
         }),
         members: vec![id],
         unguarded: false,
+        mode: headroom_core::engine::JobMode::Guard,
+        paused_since_ms: None,
+        resumed_at_ms: None,
+        resumes_by_itself: false,
+        yields: false,
     };
     file.write_atomic(&state.jobs_dir()).unwrap();
     let jobs = call(&app, "get_jobs", json!({})).unwrap();

@@ -91,7 +91,7 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
 
 fn done(control: Control) -> &'static str {
     match control {
-        Control::Pause => "paused",
+        Control::Pause | Control::Yield => "paused",
         Control::Resume => "resumed",
         Control::Stop => "stopped",
     }
@@ -158,8 +158,8 @@ fn unguarded(
             let reached = report.terminated.len().max(report.killed.len());
             (reached, report.refused, JobStatus::Stopped)
         }
-        Control::Pause | Control::Resume => {
-            let (signal, state) = if control == Control::Pause {
+        Control::Pause | Control::Resume | Control::Yield => {
+            let (signal, state) = if control != Control::Resume {
                 (JobSignal::Pause, JobStatus::Paused)
             } else {
                 (JobSignal::Resume, JobStatus::Running)

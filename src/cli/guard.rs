@@ -182,7 +182,8 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         command,
         terminal: Terminal::foreground(),
     };
-    let outcome = match drive::run(&counters, &safety, launch, spec, sinks, &interrupts) {
+    let peers = super::sinks::pause_order_peers(&spec, &counters);
+    let outcome = match drive::run(&counters, &safety, launch, spec, sinks, peers, &interrupts) {
         Ok(outcome) => outcome,
         Err(DriveError::Spawn(e)) => {
             say(&format!("cannot start {}: {e}", args.command[0]));

@@ -79,12 +79,14 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         grace: args.job.run.grace,
         ..JobSpec::new(command, mode, args.job.limits(), args.job.run.poll)
     };
+    let peers = super::sinks::pause_order_peers(&spec, &counters);
     let outcome = drive::run(
         &counters,
         &safety,
         Launch::Process(id),
         spec,
         sinks,
+        peers,
         &interrupts,
     )?;
     after_end(&before, &outcome, mode, &args.history);

@@ -11,10 +11,11 @@ use std::time::Duration;
 use super::effects::LiveEffects;
 use super::live::{LiveSource, Wake, BACKLOG};
 use super::outputs::{Outputs, Sink};
+use super::peers::{PeerBoard, PeerSource};
 use super::spawned::launch_job;
 use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
 use crate::counters::{CounterSource, Counters};
-use crate::effects::JobSignal;
+use crate::effects::{Control, JobSignal};
 use crate::enforce::{signal_each, stop_members, Safety};
 use crate::engine::{carry_out, Action, Engine, JobSpec, JobStatus, Moment};
 use crate::marks::{not_here, Answer, MarkServer, Request};
@@ -37,6 +38,11 @@ pub fn drive(
     loop {
         let due = engine.check_interval().unwrap_or(poll);
         let input = source.next(due);
+        if matches!(input, Input::Sample(_)) {
+            if let Some(peers) = source.peers() {
+                engine.set_peers(peers);
+            }
+        }
         let now = source.now();
         let (actions, sample) = take(engine, job, input, now);
         // The outputs see the job as the actions left it (a pause's event finds it paused).
@@ -64,6 +70,7 @@ fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action
             return (actions, Some(sample));
         }
         Input::Request {
+            peer,
             control,
             pid,
             reply,
@@ -72,7 +79,10 @@ fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action
                 let _ = reply.try_send(Err(not_here(pid)));
                 return (Vec::new(), None);
             }
-            let answer = engine.request(job, control, now);
+            let answer = match control {
+                Control::Yield => engine.make_room(job, (peer != 0).then_some(peer), now),
+                _ => engine.request(job, control, now),
+            };
             let _ = reply.try_send(answer.as_ref().map(|_| ()).map_err(ToString::to_string));
             answer.unwrap_or_default()
         }
@@ -105,7 +115,8 @@ fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action
 
 /// Runs a job on `launch` under `spec` until it ends, is stopped, or the driver is
 /// interrupted (a command it started is then stopped first; a watched process is left
-/// alone). `sinks` see every sample and event, each on a thread of its own.
+/// alone). `sinks` see every sample and event, each on a thread of its own; `peers` lists
+/// other guards' pausable jobs, for a job that pauses at its budget (the pause order).
 ///
 /// Long because: the set-up is one sequence whose order is the guarantee (what can fail
 /// before the spawn, the socket and the outputs before the loop, the stop on a panic).
@@ -115,6 +126,7 @@ pub fn run(
     launch: Launch,
     spec: JobSpec,
     sinks: Vec<Box<dyn Sink>>,
+    peers: Option<Box<dyn PeerSource>>,
     interrupts: &dyn Interrupts,
 ) -> Result<Outcome, DriveError> {
     let sampler = InlineSampler::new(counters.clone(), spec.poll);
@@ -166,6 +178,7 @@ pub fn run(
         check_now: false,
         signal_pending: pending,
         pending: None,
+        peers: peers.map(PeerBoard::new),
     };
     let mut effects = LiveEffects::new(
         counters,

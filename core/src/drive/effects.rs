@@ -2,6 +2,7 @@
 //! ([`crate::enforce`]), the terminal handed to the driver while the job is paused (so
 //! Ctrl-C reaches the driver) and back, and its progress to the outputs, which never wait.
 
+use crate::policy::order::Peer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,8 @@ pub(super) struct LiveEffects<'a> {
     view: Arc<JobView>,
     /// The job's own cgroup, where it has one: pause and resume freeze and thaw it.
     cgroup: Option<JobCgroup>,
+    /// Where other guards' sockets are, to ask one of their jobs to make room.
+    run_dir: std::path::PathBuf,
 }
 
 impl<'a> LiveEffects<'a> {
@@ -51,6 +54,7 @@ impl<'a> LiveEffects<'a> {
             leader,
             view,
             cgroup: None,
+            run_dir: crate::paths::Dirs::current().run_dir(),
         }
     }
 
@@ -141,6 +145,10 @@ impl Effects for LiveEffects<'_> {
     fn notify(&mut self, _job: u64, _command: &str, event: &JobEvent) {
         let t = self.clock();
         self.outputs.event(t, event, &self.view);
+    }
+
+    fn make_room(&mut self, _job: u64, peer: &Peer) -> Result<(), String> {
+        super::peers::ask(&self.run_dir, peer)
     }
 }
 

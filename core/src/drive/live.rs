@@ -8,6 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::peers::PeerBoard;
 use super::spawned::{Reaped, Spawned};
 use super::{Input, Interrupts, Reply, Source};
 use crate::counters::Counters;
@@ -16,6 +17,7 @@ use crate::enforce::{signal_each, Safety};
 use crate::engine::Moment;
 use crate::marks::Request;
 use crate::members::MemberSet;
+use crate::policy::order::Peer;
 use crate::process::ProcessIdentity;
 use crate::sampler::InlineSampler;
 use crate::unix::jobctl;
@@ -58,6 +60,8 @@ pub(super) struct LiveSource<'a> {
     /// A mark waiting for the fresh look at the job taken just before it: its sender may be
     /// a process born since the last check.
     pub(super) pending: Option<Input>,
+    /// Other guards' jobs, for a job that pauses at its budget (the pause order).
+    pub(super) peers: Option<PeerBoard>,
 }
 
 impl Source for LiveSource<'_> {
@@ -104,12 +108,17 @@ impl Source for LiveSource<'_> {
             clock: self.sampler.clock(),
         }
     }
+
+    fn peers(&mut self) -> Option<Vec<Peer>> {
+        self.peers.as_mut()?.read()
+    }
 }
 
 fn requested(peer: u32, request: Request, reply: Reply) -> Input {
     match request {
         Request::Mark(stage) => Input::Mark { peer, stage, reply },
         Request::Control { control, pid } => Input::Request {
+            peer,
             control,
             pid,
             reply,

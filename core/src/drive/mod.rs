@@ -28,19 +28,21 @@
 //! Files: this one holds the types the loop and its parts share; `driver.rs` the loop and
 //! the live driver's set-up; `live.rs` the live source;
 //! `effects.rs` the live effects (signals under the safety rules, the terminal, outputs);
-//! `outputs.rs` the sink threads; `spawned.rs` the command it starts; `replay.rs` the
+//! `outputs.rs` the sink threads; `peers.rs` the other guards' jobs (the pause order); `spawned.rs` the command it starts; `replay.rs` the
 //! recorded source and effects; `wait.rs` waiting for room before the start.
 
 mod driver;
 mod effects;
 mod live;
 mod outputs;
+mod peers;
 mod replay;
 mod spawned;
 mod wait;
 
 pub use driver::{drive, run, REPLY_WAIT};
 pub use outputs::{Outputs, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
+pub use peers::{PeerSource, PEERS_EVERY};
 pub use replay::{replay, Replay};
 pub use spawned::Tracking;
 pub use wait::{wait_for_room, Admit, Waited};
@@ -79,6 +81,8 @@ pub enum Input {
     Sample(Sample),
     /// `control` for the job whose leader is `pid`, from its owner.
     Request {
+        /// Who sent it (the kernel's word; 0 when unknown).
+        peer: u32,
         /// What to do.
         control: Control,
         /// The job's pid.
@@ -114,6 +118,11 @@ pub trait Source {
     fn next(&mut self, due: Duration) -> Input;
     /// Now, on both clocks.
     fn now(&self) -> Moment;
+    /// Other guards' pausable jobs, when the source has a new look at them (the pause
+    /// order); `None` keeps the last (a replay has none).
+    fn peers(&mut self) -> Option<Vec<crate::policy::order::Peer>> {
+        None
+    }
 }
 
 /// What a job's actions do, and where its progress goes.

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 
 use super::{Action, Engine, Moment};
 use crate::effects::{JobSignal, SignalReport};
+use crate::policy::order::Peer;
 use crate::policy::JobEvent;
 use crate::process::ProcessIdentity;
 
@@ -19,6 +20,14 @@ pub trait Effects {
     /// Shows an event of job `job` (its command line given). Must not block on output: a
     /// reader that stops reading cannot hold up the next signal.
     fn notify(&mut self, job: u64, command: &str, event: &JobEvent);
+
+    /// Asks another guard's job `peer` to pause in job `job`'s place (the youngest pauses
+    /// first); `Ok` once it is paused. Where no other guard can be reached (a replay), the
+    /// ask is refused and the job pauses itself.
+    fn make_room(&mut self, job: u64, peer: &Peer) -> Result<(), String> {
+        let _ = (job, peer);
+        Err("no other guard can be asked here".into())
+    }
 }
 
 /// Carries out `actions` (and what they lead to) at `at` through `effects`.
@@ -28,23 +37,31 @@ pub fn carry_out(engine: &mut Engine, effects: &mut dyn Effects, actions: Vec<Ac
     let sort = |actions: Vec<Action>, signals: &mut VecDeque<_>, notes: &mut VecDeque<_>| {
         for action in actions {
             match action {
-                Action::Signal { .. } => signals.push_back(action),
+                Action::Signal { .. } | Action::MakeRoom { .. } => signals.push_back(action),
                 Action::Notify { .. } => notes.push_back(action),
             }
         }
     };
     sort(actions, &mut signals, &mut notes);
     loop {
-        if let Some(Action::Signal {
-            job_id,
-            signal,
-            members,
-        }) = signals.pop_front()
-        {
-            let report = effects.signal(job_id, signal, &members);
-            let next = engine.signalled(job_id, signal, &report, at);
-            sort(next, &mut signals, &mut notes);
-            continue;
+        match signals.pop_front() {
+            Some(Action::Signal {
+                job_id,
+                signal,
+                members,
+            }) => {
+                let report = effects.signal(job_id, signal, &members);
+                let next = engine.signalled(job_id, signal, &report, at);
+                sort(next, &mut signals, &mut notes);
+                continue;
+            }
+            Some(Action::MakeRoom { job_id, peer }) => {
+                let result = effects.make_room(job_id, &peer);
+                let next = engine.room_made(job_id, &peer, result, at);
+                sort(next, &mut signals, &mut notes);
+                continue;
+            }
+            Some(Action::Notify { .. }) | None => {}
         }
         match notes.pop_front() {
             Some(Action::Notify {
@@ -52,7 +69,7 @@ pub fn carry_out(engine: &mut Engine, effects: &mut dyn Effects, actions: Vec<Ac
                 command,
                 event,
             }) => effects.notify(job_id, &command, &event),
-            Some(Action::Signal { .. }) => {}
+            Some(Action::Signal { .. } | Action::MakeRoom { .. }) => {}
             None => break,
         }
     }

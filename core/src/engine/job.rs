@@ -8,6 +8,7 @@ use super::phase::{PauseCheck, PausePhase, RefusedMembers, StopCheck, StopPhase}
 use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
 use crate::effects::{JobSignal, SignalReport, StopReport};
 use crate::members::{Member, MemberSet};
+use crate::policy::order::{self, Me, Peer, PeerAt};
 use crate::policy::{
     check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
     OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
@@ -15,6 +16,7 @@ use crate::policy::{
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
 use crate::stages::{Reading, StageTracker};
+use crate::units::unix_ms;
 
 /// Where a job is: what its next checks verify.
 #[derive(Debug, Clone)]
@@ -69,6 +71,12 @@ pub(super) struct Job {
     pub(super) refused: RefusedMembers,
     /// What its stop did, once it was stopped.
     pub(super) stop_report: Option<StopReport>,
+    /// A crossing waiting for a younger job's answer (asked to pause in this one's place).
+    pub(super) making_room: Option<StopReason>,
+    /// Younger jobs that refused to pause for it: not asked again.
+    pub(super) declined: Vec<PeerAt>,
+    /// Since when its budget counts (wall clock): its start, last resume or last room made.
+    pub(super) budget_since: SystemTime,
 }
 
 /// The pauses of a job.
@@ -81,6 +89,8 @@ pub(super) struct Pauses {
     /// The pause under way: since when (wall clock), and the calm watch for a resume by
     /// itself.
     pub(super) current: Option<(SystemTime, Calm)>,
+    /// When it was last resumed (wall clock).
+    pub(super) resumed_at: Option<SystemTime>,
 }
 
 /// Whether swap has stopped growing, for a resume by itself.
@@ -150,6 +160,51 @@ impl Job {
             last: None,
             refused: RefusedMembers::new(),
             stop_report: None,
+            making_room: None,
+            declined: Vec::new(),
+            budget_since: at.at,
+        }
+    }
+
+    /// The job as the pause order sees it ([`crate::policy::order`]): guards that pause at
+    /// their budget and are running or paused; `None` for the others.
+    pub(super) fn as_peer(&self) -> Option<Peer> {
+        let pausing =
+            self.spec.mode == JobMode::Guard && self.spec.limits.on_budget == OnBudget::Pause;
+        (pausing && self.live()).then(|| Peer {
+            at: PeerAt::Job { id: self.id },
+            pid: self.root.pid,
+            started_at_ms: unix_ms(self.started_at),
+            paused_since_ms: self.paused_since().map(unix_ms),
+            resumed_at_ms: self.pauses.resumed_at.map(unix_ms),
+            resumes_by_itself: self.spec.limits.resume_free_percent.is_some(),
+            pausable: self.yields(),
+        })
+    }
+
+    /// Since when it is paused, while it is.
+    pub(super) fn paused_since(&self) -> Option<SystemTime> {
+        match self.phase {
+            Phase::Paused(_) => self.pauses.current.map(|(at, _)| at),
+            _ => None,
+        }
+    }
+
+    /// An older job may pause it to make room now: a running guard that pauses at its
+    /// budget, with pauses left.
+    pub(super) fn yields(&self) -> bool {
+        self.spec.mode == JobMode::Guard
+            && self.spec.limits.on_budget == OnBudget::Pause
+            && matches!(self.phase, Phase::Running)
+            && self.pauses.count < self.spec.limits.max_pauses
+    }
+
+    /// The job in the pause order: its start and pid.
+    fn me(&self) -> Me {
+        Me {
+            started_at_ms: unix_ms(self.started_at),
+            pid: self.root.pid,
+            budget_since_ms: unix_ms(self.budget_since),
         }
     }
 
@@ -212,7 +267,7 @@ impl Job {
 
     /// One sample: the members it found (verifying a pause or a stop under way), then the
     /// limits and events of a running job.
-    pub(super) fn observe(&mut self, sample: &Sample, actions: &mut Vec<Action>) {
+    pub(super) fn observe(&mut self, sample: &Sample, peers: &[Peer], actions: &mut Vec<Action>) {
         self.saw(Moment {
             at: sample.at,
             clock: sample.since_start,
@@ -264,14 +319,14 @@ impl Job {
             return; // a failed read: the job goes on, judged at the next good sample
         };
         if let Phase::Paused(_) = self.phase {
-            self.observe_paused(&obs, actions);
+            self.observe_paused(&obs, peers, actions);
         } else {
-            self.observe_running(&obs, actions);
+            self.observe_running(&obs, peers, actions);
         }
     }
 
     /// A running job's observation: the stop rules, events, the next check interval.
-    fn observe_running(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
+    fn observe_running(&mut self, obs: &Observation, peers: &[Peer], actions: &mut Vec<Action>) {
         let guarded = self.spec.mode == JobMode::Guard;
         // The rate is measured over the interval that led to this check; it spaces the next
         // one, and the growth is projected to it.
@@ -306,21 +361,60 @@ impl Job {
             actions.push(self.notify(event));
         }
         match stop {
-            Some(reason)
-                if self.spec.limits.on_budget == OnBudget::Pause
-                    && self.pauses.count < self.spec.limits.max_pauses =>
-            {
-                self.pause(Some(reason), actions);
-            }
+            Some(reason) if self.yields() => self.answer_crossing(reason, peers, actions),
             Some(reason) => self.stop(reason, None, actions),
             None => {}
         }
     }
 
+    /// A crossing of a job that pauses at its budget: the youngest running job pauses
+    /// ([`crate::policy::order`]): a younger one paused a moment ago answers it, else the
+    /// youngest younger one is asked, else this one pauses.
+    fn answer_crossing(&mut self, reason: StopReason, peers: &[Peer], actions: &mut Vec<Action>) {
+        if self.making_room.is_some() {
+            return; // an ask is out: its answer decides
+        }
+        let now_ms = unix_ms(self.seen_at);
+        match order::answer_crossing(self.me(), now_ms, peers, &self.declined) {
+            order::Answer::Answered(younger) => self.made_room(reason, younger.pid, false, actions),
+            order::Answer::Ask(younger) => {
+                self.making_room = Some(reason);
+                actions.push(Action::MakeRoom {
+                    job_id: self.id,
+                    peer: younger.clone(),
+                });
+            }
+            order::Answer::PauseSelf => self.pause(Some(reason), actions),
+        }
+    }
+
+    /// A younger job was paused in this one's place (`asked`: at its request): it goes on,
+    /// its budget counting again from swap in use now.
+    pub(super) fn made_room(
+        &mut self,
+        reason: StopReason,
+        younger_pid: u32,
+        asked: bool,
+        actions: &mut Vec<Action>,
+    ) {
+        let swap = self
+            .last
+            .map_or(self.ledger.swap_start_bytes(), |o| o.swap_used_bytes);
+        self.ledger.rebase(swap);
+        self.events.rearm();
+        self.budget_since = self.seen_at;
+        actions.push(self.notify(JobEvent::MadeRoom {
+            reason,
+            younger_pid,
+            asked,
+            swap_used_bytes: swap,
+        }));
+    }
+
     /// A paused job's observation: figures for the verdict (no stop rule: it is not
     /// running), and a resume by itself once free memory is back and swap has stopped
     /// growing.
-    fn observe_paused(&mut self, obs: &Observation, actions: &mut Vec<Action>) {
+    fn observe_paused(&mut self, obs: &Observation, peers: &[Peer], actions: &mut Vec<Action>) {
         self.ledger.observe(None, obs);
         self.record(obs);
         let Some((_, calm)) = self.pauses.current.as_mut() else {
@@ -339,7 +433,9 @@ impl Job {
         let calm_for = obs.t.saturating_sub(calm.since);
         let limits = &self.spec.limits;
         if let Some(free) = limits.resume_free_percent {
-            if obs.free_percent >= free && calm_for >= limits.resume_calm {
+            let in_turn =
+                || order::may_resume(self.me(), unix_ms(self.seen_at), limits.resume_calm, peers);
+            if obs.free_percent >= free && calm_for >= limits.resume_calm && in_turn() {
                 self.resume(Some(obs.free_percent), actions);
             }
         }
@@ -462,6 +558,8 @@ impl Job {
     /// free memory brought it back by itself.
     pub(super) fn resume(&mut self, free_percent: Option<f64>, actions: &mut Vec<Action>) {
         let paused = self.pauses.end(self.seen_at);
+        self.pauses.resumed_at = Some(self.seen_at);
+        self.budget_since = self.seen_at;
         let swap = self
             .last
             .map_or(self.ledger.swap_start_bytes(), |o| o.swap_used_bytes);

@@ -11,6 +11,7 @@ use super::records::{FinishedJob, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
 use crate::members::MemberSet;
+use crate::policy::order::{Peer, PeerAt};
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
@@ -21,6 +22,8 @@ use crate::units::unix_ms;
 pub struct Engine {
     next_id: u64,
     jobs: Vec<Job>,
+    /// Pausable jobs of other guards on this machine (the pause order's view of them).
+    peers: Vec<Peer>,
 }
 
 /// Why a request on a job was not carried out (said to whoever asked).
@@ -42,6 +45,9 @@ pub enum RequestError {
     /// A stop is under way.
     #[error("the job of pid {0} is being stopped")]
     Stopping(u32),
+    /// Asked to make room, but it does not pause for others now.
+    #[error("the job of pid {0} does not pause to make room: {1}")]
+    WontYield(u32, &'static str),
 }
 
 impl Engine {
@@ -99,8 +105,82 @@ impl Engine {
             (Control::Pause, Phase::Running) => job.pause(None, &mut actions),
             (Control::Resume, Phase::Paused(_)) => job.resume(None, &mut actions),
             (Control::Stop, _) => job.stop(StopReason::Requested, None, &mut actions),
+            (Control::Yield, _) => return self.make_room(id, None, at),
         }
         Ok(actions)
+    }
+
+    /// An older guarded job (its guard or leader `for_pid`) asks job `id` to pause in its
+    /// place ([`crate::policy::order`]): a running guard that pauses at its budget and has
+    /// pauses left does (its pause, verified and counted like any); one already paused
+    /// answers done; any other says why not.
+    pub fn make_room(
+        &mut self,
+        id: u64,
+        for_pid: Option<u32>,
+        at: Moment,
+    ) -> Result<Vec<Action>, RequestError> {
+        let job = self.job_mut(id).ok_or(RequestError::NoJob)?;
+        let pid = job.root.pid;
+        job.saw(at);
+        let mut actions = Vec::new();
+        match &job.phase {
+            Phase::Ended => return Err(RequestError::Ended(pid)),
+            Phase::Stopping(_) => return Err(RequestError::Stopping(pid)),
+            Phase::Paused(_) => {}
+            Phase::Running if job.yields() => {
+                job.pause(Some(StopReason::MakesRoom { for_pid }), &mut actions);
+            }
+            Phase::Running => {
+                let why = if job.spec.mode != JobMode::Guard
+                    || job.spec.limits.on_budget != crate::policy::OnBudget::Pause
+                {
+                    "it is not guarded with --on-budget pause"
+                } else {
+                    "it has no pauses left"
+                };
+                return Err(RequestError::WontYield(pid, why));
+            }
+        }
+        Ok(actions)
+    }
+
+    /// What asking another guard's job to make room ([`Action::MakeRoom`]) for job `id`
+    /// gave, at `at`: paused, so job `id` goes on with its budget counted again from now; or
+    /// refused (`Err(why)`), so that job is not asked again and the next check answers the
+    /// crossing anew (the next youngest, or this job itself).
+    pub fn room_made(
+        &mut self,
+        id: u64,
+        peer: &Peer,
+        result: Result<(), String>,
+        at: Moment,
+    ) -> Vec<Action> {
+        let mut actions = Vec::new();
+        let Some(job) = self.job_mut(id) else {
+            return actions;
+        };
+        job.saw(at);
+        let Some(reason) = job.making_room.take() else {
+            return actions;
+        };
+        match result {
+            Ok(()) if matches!(job.phase, Phase::Running) => {
+                job.made_room(reason, peer.pid, true, &mut actions);
+            }
+            Ok(()) => {}
+            Err(why) => {
+                tracing::debug!("pid {} does not make room: {why}", peer.pid);
+                job.declined.push(peer.at);
+            }
+        }
+        actions
+    }
+
+    /// The pausable jobs of other guards on this machine, as last listed (the pause order
+    /// weighs them with this engine's own jobs).
+    pub fn set_peers(&mut self, peers: Vec<Peer>) {
+        self.peers = peers;
     }
 
     /// The driver itself was interrupted by `signal` at `at`: a job Headroom started is
@@ -234,10 +314,52 @@ impl Engine {
     /// Feeds one sample; returns what to do.
     pub fn on_sample(&mut self, sample: &Sample) -> Vec<Action> {
         let mut actions = Vec::new();
+        let here: Vec<Peer> = self.jobs.iter().filter_map(Job::as_peer).collect();
         for job in self.jobs.iter_mut().filter(|j| j.active()) {
-            job.observe(sample, &mut actions);
+            let me = PeerAt::Job { id: job.id };
+            let peers: Vec<Peer> = here
+                .iter()
+                .filter(|p| p.at != me)
+                .chain(&self.peers)
+                .cloned()
+                .collect();
+            job.observe(sample, &peers, &mut actions);
         }
-        actions
+        self.make_room_here(
+            actions,
+            Moment {
+                at: sample.at,
+                clock: sample.since_start,
+            },
+        )
+    }
+
+    /// Carries out the asks to make room among this engine's own jobs (the app's); the asks
+    /// to other guards stay actions for the caller.
+    fn make_room_here(&mut self, actions: Vec<Action>, at: Moment) -> Vec<Action> {
+        let mut out = Vec::with_capacity(actions.len());
+        for action in actions {
+            let Action::MakeRoom { job_id, peer } = &action else {
+                out.push(action);
+                continue;
+            };
+            let PeerAt::Job { id } = peer.at else {
+                out.push(action);
+                continue;
+            };
+            let asker = self.job(*job_id).map(|j| j.root.pid);
+            let (job_id, peer) = (*job_id, peer.clone());
+            let answer = self.make_room(id, asker, at);
+            let result = match answer {
+                Ok(paused) => {
+                    out.extend(paused);
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            out.extend(self.room_made(job_id, &peer, result, at));
+        }
+        out
     }
 
     /// Records how job `id`'s leader ended (the exit status of a command we started); the
@@ -394,6 +516,9 @@ fn view(j: &Job) -> JobView {
         on_budget: j.spec.limits.on_budget,
         pauses: j.pauses.count,
         paused_since_ms: j.pauses.current.map(|(at, _)| unix_ms(at)),
+        resumed_at_ms: j.pauses.resumed_at.map(unix_ms),
+        resumes_by_itself: j.spec.limits.resume_free_percent.is_some(),
+        yields: j.yields(),
         members: j.seen.iter().map(|m| m.id).collect(),
         refused: j
             .refused

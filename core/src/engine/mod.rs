@@ -38,6 +38,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::effects::JobSignal;
+use crate::policy::order::Peer;
 use crate::policy::{JobEvent, Limits, OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 use crate::stages::StageFigures;
@@ -110,6 +111,15 @@ pub enum Action {
         signal: JobSignal,
         /// To whom, parents first (the members the engine last saw alive).
         members: Vec<ProcessIdentity>,
+    },
+    /// Ask another guard's job to pause in this job's place (the youngest pauses first:
+    /// [`crate::policy::order`]), then report with [`Engine::room_made`]. Jobs of the same
+    /// engine are paused by the engine itself and never come out as this action.
+    MakeRoom {
+        /// The job whose budget was crossed.
+        job_id: u64,
+        /// The younger job to ask.
+        peer: Peer,
     },
 }
 
@@ -187,6 +197,13 @@ pub struct JobView {
     pub pauses: u32,
     /// Since when it is paused, ms since the epoch (while paused).
     pub paused_since_ms: Option<i64>,
+    /// When it was last resumed, ms since the epoch.
+    pub resumed_at_ms: Option<i64>,
+    /// It resumes by itself once memory is back (`--resume-free`).
+    pub resumes_by_itself: bool,
+    /// An older guarded job may pause it to make room now: a running guard that pauses at
+    /// its budget and has pauses left ([`crate::policy::order`]).
+    pub yields: bool,
     /// Its live members at the last check.
     pub members: Vec<ProcessIdentity>,
     /// Members the safety rules kept a signal from, and why.
@@ -231,5 +248,7 @@ impl JobMode {
     }
 }
 
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod tests;

@@ -11,33 +11,33 @@ use crate::policy::EndReason;
 use crate::process::{ProcessIdentity, TreeMemory};
 use crate::sampler::{Sample, TrackedSample};
 
-const MIB: u64 = 1 << 20;
+pub(super) const MIB: u64 = 1 << 20;
 const GRACE: Duration = Duration::from_secs(2);
 
-fn system(swap: u64, free: f64) -> SystemCounters {
+pub(super) fn system(swap: u64, free: f64) -> SystemCounters {
     crate::testdata::system_counters(swap, free)
 }
 
 /// When the test jobs start: samples are dated from it, so the engine's durations are exact.
-fn t0() -> SystemTime {
+pub(super) fn t0() -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)
 }
 
-fn moment(ms: u64) -> Moment {
+pub(super) fn moment(ms: u64) -> Moment {
     Moment {
         at: t0() + Duration::from_millis(ms),
         clock: Duration::from_millis(ms),
     }
 }
 
-fn running(id: ProcessIdentity) -> Member {
+pub(super) fn running(id: ProcessIdentity) -> Member {
     Member {
         id,
         state: RunState::Running,
     }
 }
 
-fn stopped(id: ProcessIdentity) -> Member {
+pub(super) fn stopped(id: ProcessIdentity) -> Member {
     Member {
         id,
         state: RunState::Stopped,
@@ -73,18 +73,18 @@ fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {
     at(seq, swap, 50.0, id, members)
 }
 
-fn set(id: ProcessIdentity) -> MemberSet {
+pub(super) fn set(id: ProcessIdentity) -> MemberSet {
     MemberSet::new(Members::of_process(id))
 }
 
-fn spec(command: &str, mode: JobMode, limits: Limits) -> JobSpec {
+pub(super) fn spec(command: &str, mode: JobMode, limits: Limits) -> JobSpec {
     JobSpec {
         grace: GRACE,
         ..JobSpec::new(command.into(), mode, limits, Duration::from_millis(500))
     }
 }
 
-fn cfg(budget: u64) -> Limits {
+pub(super) fn cfg(budget: u64) -> Limits {
     Limits {
         swap_budget_bytes: budget,
         notify_step_bytes: 100 * MIB,
@@ -93,21 +93,21 @@ fn cfg(budget: u64) -> Limits {
     }
 }
 
-fn id(pid: u32) -> ProcessIdentity {
+pub(super) fn id(pid: u32) -> ProcessIdentity {
     ProcessIdentity { pid, start_time: 7 }
 }
 
-fn has(actions: &[Action], f: impl Fn(&Action) -> bool) -> bool {
+pub(super) fn has(actions: &[Action], f: impl Fn(&Action) -> bool) -> bool {
     actions.iter().any(f)
 }
 
 /// The signal an action list asks for, and to whom.
-fn signal_of(actions: &[Action]) -> Option<(JobSignal, Vec<u32>)> {
+pub(super) fn signal_of(actions: &[Action]) -> Option<(JobSignal, Vec<u32>)> {
     actions.iter().find_map(|a| match a {
         Action::Signal {
             signal, members, ..
         } => Some((*signal, members.iter().map(|m| m.pid).collect())),
-        Action::Notify { .. } => None,
+        Action::Notify { .. } | Action::MakeRoom { .. } => None,
     })
 }
 
@@ -122,7 +122,7 @@ fn finished(actions: &[Action]) -> Option<Verdict> {
 }
 
 /// Reports that a signal reached every one of `pids`.
-fn reached(jobs: &mut Engine, job: u64, signal: JobSignal, pids: &[ProcessIdentity]) {
+pub(super) fn reached(jobs: &mut Engine, job: u64, signal: JobSignal, pids: &[ProcessIdentity]) {
     let report = SignalReport {
         reached: pids.to_vec(),
         ..SignalReport::default()
@@ -388,7 +388,7 @@ fn prune_drops_old_finished_jobs() {
     assert!(jobs.views().is_empty());
 }
 
-fn pausing(budget: u64, max_pauses: u32, resume_free: Option<f64>) -> Limits {
+pub(super) fn pausing(budget: u64, max_pauses: u32, resume_free: Option<f64>) -> Limits {
     Limits {
         on_budget: OnBudget::Pause,
         max_pauses,
@@ -882,7 +882,7 @@ impl Action {
     fn clone_event(&self) -> JobEvent {
         match self {
             Action::Notify { event, .. } => event.clone(),
-            Action::Signal { .. } => panic!("not an event"),
+            Action::Signal { .. } | Action::MakeRoom { .. } => panic!("not an event"),
         }
     }
 }

@@ -35,6 +35,16 @@ pub fn line(event: &JobEvent, command: &str) -> String {
             why(reason.as_ref()),
             format_bytes(*growth_bytes)
         ),
+        JobEvent::MadeRoom {
+            reason,
+            younger_pid,
+            asked,
+            swap_used_bytes,
+        } => format!(
+            "{reason}: the younger job of pid {younger_pid} {} (the youngest pauses first); {command} goes on, a new budget counts from swap {}",
+            if *asked { "is paused in its place" } else { "was paused a moment ago" },
+            format_bytes(*swap_used_bytes)
+        ),
         JobEvent::Resumed {
             free_percent,
             paused,
@@ -139,6 +149,10 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
                 why(reason.as_ref()),
                 format_bytes(*growth_bytes)
             ),
+        ),
+        JobEvent::MadeRoom { younger_pid, .. } => (
+            "Paused a younger job".into(),
+            format!("{short} passed its budget: the younger job of pid {younger_pid} is paused in its place."),
         ),
         JobEvent::Resumed {
             free_percent,

@@ -30,8 +30,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::CounterSource;
 use crate::drive::Sink;
-use crate::engine::{JobStatus, JobView, FINISHED_KEEP};
+use crate::engine::{JobMode, JobStatus, JobView, FINISHED_KEEP};
 use crate::paths::write_atomic;
+use crate::policy::order::{Peer, PeerAt};
 use crate::policy::{JobEvent, OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
@@ -91,6 +92,21 @@ pub struct JobFile {
     /// Set by readers, never written: the guard is gone while members live.
     #[serde(skip)]
     pub unguarded: bool,
+    /// Watch or guard (files of older versions: watch).
+    #[serde(default)]
+    pub mode: JobMode,
+    /// Since when it is paused, ms since the epoch (while paused).
+    #[serde(default)]
+    pub paused_since_ms: Option<i64>,
+    /// When it was last resumed, ms since the epoch.
+    #[serde(default)]
+    pub resumed_at_ms: Option<i64>,
+    /// It resumes by itself once memory is back (`--resume-free`).
+    #[serde(default)]
+    pub resumes_by_itself: bool,
+    /// An older guard may ask it to pause to make room now ([`crate::policy::order`]).
+    #[serde(default)]
+    pub yields: bool,
 }
 
 impl JobFile {
@@ -118,7 +134,34 @@ impl JobFile {
                 .copied()
                 .collect(),
             unguarded: false,
+            mode: view.mode,
+            paused_since_ms: view.paused_since_ms,
+            resumed_at_ms: view.resumed_at_ms,
+            resumes_by_itself: view.resumes_by_itself,
+            yields: view.yields,
         }
+    }
+
+    /// The job in the pause order of other guards ([`crate::policy::order`]): a guarded job
+    /// that pauses at its budget, running or paused, whose guard lives; else `None`.
+    pub fn as_peer(&self) -> Option<Peer> {
+        let guard = self.guard.filter(|_| !self.unguarded)?;
+        let taking_part = self.mode == JobMode::Guard
+            && self.on_budget == OnBudget::Pause
+            && matches!(self.state, JobStatus::Running | JobStatus::Paused);
+        taking_part.then(|| Peer {
+            at: PeerAt::Guard {
+                guard_pid: guard.pid,
+            },
+            pid: self.pid,
+            started_at_ms: self.started_at_ms,
+            paused_since_ms: self
+                .paused_since_ms
+                .filter(|_| self.state == JobStatus::Paused),
+            resumed_at_ms: self.resumed_at_ms,
+            resumes_by_itself: self.resumes_by_itself,
+            pausable: self.yields && self.state == JobStatus::Running,
+        })
     }
 
     /// `running`, `paused`, … as the guard said, or `unguarded` once the guard is gone
@@ -268,6 +311,36 @@ fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool)
         false
     });
     jobs.into_iter().map(|(_, job)| job).collect()
+}
+
+/// Other guards' pausable jobs, from their job files (the pause order's view of them,
+/// [`crate::policy::order`]); the files of guard `own_pid` left out.
+#[derive(Debug)]
+pub struct PeerFiles<C> {
+    dir: PathBuf,
+    own_pid: u32,
+    counters: C,
+}
+
+impl<C: CounterSource> PeerFiles<C> {
+    /// The job files in `dir`, read for guard `own_pid` (processes checked with `counters`).
+    pub fn new(dir: PathBuf, own_pid: u32, counters: C) -> Self {
+        PeerFiles {
+            dir,
+            own_pid,
+            counters,
+        }
+    }
+}
+
+impl<C: CounterSource> crate::drive::PeerSource for PeerFiles<C> {
+    fn peers(&mut self) -> Vec<Peer> {
+        JobFile::list(&self.dir, &self.counters)
+            .iter()
+            .filter_map(JobFile::as_peer)
+            .filter(|p| !matches!(p.at, PeerAt::Guard { guard_pid } if guard_pid == self.own_pid))
+            .collect()
+    }
 }
 
 /// Publishes a guarded command's progress (the engine's view of it) for the menu-bar app,

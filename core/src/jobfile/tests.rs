@@ -41,6 +41,11 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
         guard: None,
         members: Vec::new(),
         unguarded: false,
+        mode: crate::engine::JobMode::Guard,
+        paused_since_ms: None,
+        resumed_at_ms: None,
+        resumes_by_itself: false,
+        yields: false,
     }
 }
 
@@ -208,6 +213,9 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
         on_budget: OnBudget::Pause,
         pauses: 0,
         paused_since_ms: None,
+        resumed_at_ms: None,
+        resumes_by_itself: false,
+        yields: true,
         members: vec![ProcessIdentity {
             pid: 30,
             start_time: 3,

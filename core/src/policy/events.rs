@@ -48,6 +48,19 @@ pub enum JobEvent {
         /// Pauses allowed before a crossing stops it.
         max_pauses: u32,
     },
+    /// Its budget was crossed and a younger job was paused in its place (asked now, or
+    /// paused a moment ago by the same growth): it goes on, its budget counting again from
+    /// swap in use now (see [`crate::policy::order`]).
+    MadeRoom {
+        /// Why its own guard would have paused it.
+        reason: StopReason,
+        /// The younger job's leader pid.
+        younger_pid: u32,
+        /// True when this guard asked it; false when it was paused a moment ago anyway.
+        asked: bool,
+        /// The new budget's base: swap in use now, bytes.
+        swap_used_bytes: u64,
+    },
     /// A paused job was continued, with a new budget from swap in use now.
     Resumed {
         /// Free memory brought it back by itself (`--resume-free`), at this percent; `None`

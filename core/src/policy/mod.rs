@@ -211,6 +211,7 @@ pub struct Observation {
 mod events;
 mod form;
 mod ledger;
+pub mod order;
 mod reasons;
 mod start;
 mod verdict;

@@ -41,6 +41,12 @@ pub enum StopReason {
     },
     /// The user asked (the app, `headroom stop`, a notification's "Stop").
     Requested,
+    /// An older guarded job's budget was crossed and this job, younger, was paused in its
+    /// place (a pause only, never a stop: see [`crate::policy::order`]).
+    MakesRoom {
+        /// The process that asked: the older job's guard (or, in the app, its leader).
+        for_pid: Option<u32>,
+    },
 }
 
 impl std::fmt::Display for StopReason {
@@ -83,6 +89,13 @@ impl std::fmt::Display for StopReason {
                 "free memory {free_percent:.0}% stayed under {floor_percent:.0}%"
             ),
             StopReason::Requested => write!(f, "on request"),
+            StopReason::MakesRoom { for_pid } => {
+                write!(f, "to make room for an older guarded job")?;
+                if let Some(pid) = for_pid {
+                    write!(f, " (pid {pid})")?;
+                }
+                write!(f, ": the youngest pauses first")
+            }
         }
     }
 }
@@ -148,7 +161,7 @@ impl EndReason {
     pub fn at_a_limit(&self) -> Option<&StopReason> {
         match self {
             EndReason::Stopped { reason } | EndReason::NotStopped { reason, .. }
-                if *reason != StopReason::Requested =>
+                if !matches!(reason, StopReason::Requested | StopReason::MakesRoom { .. }) =>
             {
                 Some(reason)
             }

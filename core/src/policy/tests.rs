@@ -122,7 +122,7 @@ fn stop_rules_table() {
                     StopReason::SwapBudgetProjected { .. } => "projected",
                     StopReason::SwapLimit { .. } => "limit",
                     StopReason::LowFree { .. } => "low",
-                    StopReason::Requested => "requested",
+                    StopReason::Requested | StopReason::MakesRoom { .. } => "requested",
                 };
                 got = Some((k, kind));
                 break;

@@ -1,0 +1,64 @@
+//! The other guards' pausable jobs on this machine, for the pause order
+//! ([`crate::policy::order`]): read from a [`PeerSource`] (their job files, given by the
+//! caller) at most every [`PEERS_EVERY`]; and the ask to one of them to pause in this job's
+//! place, over that guard's socket ([`crate::marks`], `yield`).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::effects::Control;
+use crate::marks::{send_control, socket_path, Sent};
+use crate::policy::order::{Peer, PeerAt};
+
+/// How often the job files are read again for the pause order (a guard's own file is
+/// written at once when its job pauses or resumes).
+pub const PEERS_EVERY: Duration = Duration::from_millis(500);
+
+/// Where other guards' pausable jobs are listed ([`crate::jobfile::PeerFiles`] reads
+/// their job files).
+pub trait PeerSource {
+    /// Other guards' pausable jobs now, this guard's own left out.
+    fn peers(&mut self) -> Vec<Peer>;
+}
+
+/// A [`PeerSource`] read on a schedule: at most every [`PEERS_EVERY`].
+pub(super) struct PeerBoard {
+    source: Box<dyn PeerSource>,
+    last: Option<Instant>,
+}
+
+impl PeerBoard {
+    /// The board over `source`.
+    pub(super) fn new(source: Box<dyn PeerSource>) -> Self {
+        PeerBoard { source, last: None }
+    }
+
+    /// The peers, when a new read is due; `None` between reads.
+    pub(super) fn read(&mut self) -> Option<Vec<Peer>> {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|at| now.duration_since(at) < PEERS_EVERY)
+        {
+            return None;
+        }
+        self.last = Some(now);
+        Some(self.source.peers())
+    }
+}
+
+/// Asks `peer`'s guard, whose socket is in `run_dir`, to pause it (`yield`); `Ok` once it is
+/// paused (or was already).
+pub(super) fn ask(run_dir: &Path, peer: &Peer) -> Result<(), String> {
+    let PeerAt::Guard { guard_pid } = peer.at else {
+        return Err("not another guard's job".into());
+    };
+    match send_control(&socket_path(run_dir, guard_pid), Control::Yield, peer.pid) {
+        Ok(Sent::Done) => Ok(()),
+        Ok(Sent::Queued) => Err(format!(
+            "the guard of pid {} did not answer in time",
+            peer.pid
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
