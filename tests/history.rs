@@ -48,8 +48,13 @@ fn three_runs_predict_the_fourth_within_a_quarter() {
                     err.contains(&format!("{key}: needs about")),
                     "the prediction line\n{err}"
                 );
+                // Inside the verdict line: "...: fits: swap +0 B, ...; needed X, predicted Y".
+                let verdict = err
+                    .lines()
+                    .find(|l| l.contains("fits: swap"))
+                    .unwrap_or_else(|| panic!("no verdict line\n{err}"));
                 assert!(
-                    err.contains("needed ") && err.contains("predicted "),
+                    verdict.contains("; needed ") && verdict.contains(", predicted "),
                     "{err}"
                 );
             }

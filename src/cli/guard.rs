@@ -164,6 +164,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         &command_line,
         trace,
         report.as_ref().map(Report::sink),
+        before.compared(),
     );
     if let Some(line) = line {
         sinks.push(Box::new(LineSink::new(line)));

@@ -45,6 +45,23 @@ pub struct Before {
 }
 
 impl Before {
+    /// What the verdict line compares the run with: its prediction, and how its need is
+    /// measured. `None` without a prediction.
+    pub fn compared(&self) -> Option<Compared> {
+        let p = self.prediction.as_ref()?;
+        Some(Compared {
+            predicted_bytes: p.need_bytes,
+            taken: self.taken(),
+        })
+    }
+
+    /// How this run's need is measured (from free memory at its start).
+    fn taken(&self) -> Taken {
+        self.system.as_ref().map_or(Taken::Footprint, |s| {
+            Taken::here(s.total_bytes, s.free_percent)
+        })
+    }
+
     /// The job's key.
     pub fn key(&self) -> &str {
         &self.key
@@ -104,6 +121,27 @@ pub(super) fn basis(p: &Prediction) -> String {
     text
 }
 
+/// A run's prediction, for its verdict line: "needed 12.1 GB, predicted 13.0 GB".
+#[derive(Debug, Clone, Copy)]
+pub struct Compared {
+    /// The predicted need, bytes.
+    pub predicted_bytes: u64,
+    /// How the run's own need is measured.
+    pub taken: Taken,
+}
+
+impl Compared {
+    /// `needed X, predicted Y` for the run judged by `verdict`.
+    pub fn words(&self, verdict: &headroom_core::policy::Verdict) -> String {
+        let (need, _) = headroom_core::fit::need_of(verdict, self.taken);
+        format!(
+            "needed {}, predicted {}",
+            format_bytes(need),
+            format_bytes(self.predicted_bytes)
+        )
+    }
+}
+
 /// Before a guarded run: its key and the prediction from its past runs, said in one line.
 pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) -> Before {
     let key = job_key(argv, flags.key.as_deref());
@@ -126,20 +164,10 @@ pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) 
     }
 }
 
-/// After a guarded or watched run (`mode`): the record kept (or why not), and how the run compared with its
-/// prediction.
+/// After a guarded or watched run (`mode`): the record kept (or why not). (How the run
+/// compared with its prediction is in the verdict line: [`Compared`].)
 pub fn after_end(before: &Before, outcome: &Outcome, mode: JobMode, flags: &HistoryFlags) {
-    let taken = before.system.as_ref().map_or(Taken::Footprint, |s| {
-        Taken::here(s.total_bytes, s.free_percent)
-    });
-    let (need, _) = headroom_core::fit::need_of(&outcome.verdict, taken);
-    if let Some(p) = &before.prediction {
-        say(&format!(
-            "needed {}, predicted {}",
-            format_bytes(need),
-            format_bytes(p.need_bytes)
-        ));
-    }
+    let taken = before.taken();
     if flags.no_history {
         return;
     }

@@ -26,13 +26,16 @@ use super::output::write_line;
 #[derive(Debug)]
 pub struct Printer {
     command: String,
+    /// The run's prediction: its verdict line says how the run compared.
+    compared: Option<super::history::Compared>,
 }
 
 impl Printer {
-    /// A printer for `command`.
-    pub fn new(command: &str) -> Self {
+    /// A printer for `command`, whose verdict line compares the run with `compared`.
+    pub fn new(command: &str, compared: Option<super::history::Compared>) -> Self {
         Printer {
             command: printable(command).into_owned(),
+            compared,
         }
     }
 }
@@ -51,7 +54,11 @@ impl Sink for Printer {
     }
 
     fn event(&mut self, _t: Duration, event: &JobEvent, view: &JobView) -> std::io::Result<()> {
-        write_line(&words::line(event, &self.command))?;
+        let mut line = words::line(event, &self.command);
+        if let (JobEvent::Finished { verdict }, Some(compared)) = (event, &self.compared) {
+            line.push_str(&format!("; {}", compared.words(verdict)));
+        }
+        write_line(&line)?;
         if let JobEvent::Paused { .. } = event {
             let pid = view.pid;
             write_line(&format!(
@@ -162,6 +169,7 @@ pub fn job_sinks(
     command_line: &str,
     trace: Option<TraceSink>,
     report: Option<super::report::ReportSink>,
+    compared: Option<super::history::Compared>,
 ) -> Vec<Box<dyn Sink>> {
     let me = std::process::id();
     let guard = ProcessIdentity {
@@ -170,7 +178,7 @@ pub fn job_sinks(
     };
     let publisher = Publisher::new(Dirs::current().jobs_dir(), guard);
     let mut sinks: Vec<Box<dyn Sink>> =
-        vec![Box::new(Printer::new(command_line)), Box::new(publisher)];
+        vec![Box::new(Printer::new(command_line, compared)), Box::new(publisher)];
     if let Some(trace) = trace {
         sinks.push(Box::new(trace));
     }

@@ -69,7 +69,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let before = before_start(&counters, &argv, &args.history);
     let trace = args.job.trace_sink(&command)?;
     let interrupts = Signals::install()?;
-    let sinks = job_sinks(&counters, &command, trace, None);
+    let sinks = job_sinks(&counters, &command, trace, None, before.compared());
     let mode = if args.guard {
         JobMode::Guard
     } else {
