@@ -391,3 +391,73 @@ fn the_guard_stops_a_slow_allocator_before_the_oom_killer_does() {
     );
     assert!(stderr.contains("free"), "{stderr}");
 }
+
+#[test]
+fn a_job_in_its_own_cgroup_is_measured_by_the_kernels_numbers_while_it_runs() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    // 150 MiB written to tmpfs under a 64 MiB limit: shared memory charged to the job's
+    // cgroup, most of it pushed to swap. No process has it in its resident size or its
+    // VmSwap, so the members' sum would show a job of a few MB with no swap; the cgroup's
+    // own numbers (working set, accounted swap) show it whole.
+    let _swap = support::SwapFile::on(1024);
+    let cg = MemCgroup::named("usage-", 64);
+    let shm = format!("/dev/shm/headroom-usage-{}", std::process::id());
+    let trace = test_home().join("cgroup-usage.trace.jsonl");
+    let bin = headroom_bin();
+    let script = format!("head -c 150M /dev/zero > {shm} && sleep 3; rm -f {shm}");
+    let trace_arg = trace.display().to_string();
+    let out = run_in(
+        &cg,
+        &[
+            bin.to_str().unwrap(),
+            "guard",
+            "--wait-free",
+            "0",
+            "--kill-free",
+            "0",
+            "--swap-budget",
+            "4G",
+            "--poll",
+            "0.5s",
+            "--json",
+            "--trace",
+            &trace_arg,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let _ = std::fs::remove_file(&shm);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["tracking"]["by"], "cgroup", "{json}");
+    let samples: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["type"] == "sample")
+        .collect();
+    let most = |field: &str| {
+        samples
+            .iter()
+            .filter_map(|s| s[field].as_u64())
+            .max()
+            .unwrap_or(0)
+    };
+    let (memory, swap) = (most("footprint"), most("process_swap"));
+    eprintln!(
+        "largest working set {} MiB, swap {} MiB",
+        memory >> 20,
+        swap >> 20
+    );
+    assert!(memory >= 32 * MIB, "working set {} MiB", memory >> 20);
+    assert!(
+        memory + swap >= 140 * MIB,
+        "memory + swap {} MiB",
+        (memory + swap) >> 20
+    );
+    assert!(swap >= 60 * MIB, "swap {} MiB", swap >> 20);
+}

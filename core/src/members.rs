@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
 
-use crate::counters::{CounterSource, JobCgroup, RunState};
+use crate::counters::{CounterSource, JobCgroup, JobCgroupState, RunState};
 use crate::process::{ProcessIdentity, TreeMemory};
 
 /// One live member of a job, as last looked at.
@@ -53,6 +53,8 @@ pub struct Members {
     cgroup: Option<JobCgroup>,
     /// The kernel's high-water mark of the cgroup's memory at the last look.
     cgroup_peak_bytes: Option<u64>,
+    /// The cgroup as the last look read it (`None` when that read failed).
+    cgroup_now: Option<JobCgroupState>,
 }
 
 /// The lineage search (every pid asked who its parent was) runs once every this many looks:
@@ -77,6 +79,7 @@ impl Members {
             looks: 0,
             cgroup: None,
             cgroup_peak_bytes: None,
+            cgroup_now: None,
         }
     }
 
@@ -141,12 +144,12 @@ impl Members {
             found.extend(counters.group_pids(group).unwrap_or_default());
         }
         let mut frozen = false;
-        if let Some(state) = self
+        self.cgroup_now = self
             .cgroup
             .as_ref()
-            .and_then(|c| counters.job_cgroup(c).ok())
-        {
-            found.extend(state.pids);
+            .and_then(|c| counters.job_cgroup(c).ok());
+        if let Some(state) = &mut self.cgroup_now {
+            found.extend(std::mem::take(&mut state.pids));
             frozen = state.frozen;
             self.cgroup_peak_bytes = state.peak_bytes.or(self.cgroup_peak_bytes);
         }
@@ -237,13 +240,33 @@ impl Members {
             }
             let (total, gone) = self.memory(counters);
             if gone.is_empty() {
-                return Some(total);
+                return Some(self.with_cgroup(total));
             }
             self.live.retain(|m| !gone.contains(&m.id));
         }
         let (total, gone) = self.memory(counters);
         self.live.retain(|m| !gone.contains(&m.id));
-        (!self.live.is_empty()).then_some(total)
+        (!self.live.is_empty()).then(|| self.with_cgroup(total))
+    }
+
+    /// The members' summed memory, with the kernel's own numbers where the job has a cgroup
+    /// of its own and it was read: its working set as the footprint (every page charged to
+    /// it, whichever member or file it is), its accounted swap as the swap.
+    fn with_cgroup(&self, mut total: TreeMemory) -> TreeMemory {
+        if let Some(state) = &self.cgroup_now {
+            if let Some(working_set) = state.working_set_bytes {
+                total.footprint_bytes = working_set;
+            }
+            if state.swap_bytes.is_some() {
+                total.swap_bytes = state.swap_bytes;
+            }
+        }
+        total
+    }
+
+    /// OOM kills in the job's own cgroup at the last look.
+    pub fn cgroup_oom_kills(&self) -> Option<u64> {
+        self.cgroup_now.as_ref()?.oom_kills
     }
 
     /// The summed memory of the live members, and the members found gone meanwhile.
@@ -321,6 +344,11 @@ impl MemberSet {
     /// allocation outruns the checks, and kept after the job's end.
     pub fn kernel_peak_bytes(&self) -> Option<u64> {
         self.lock().cgroup_peak_bytes
+    }
+
+    /// OOM kills in the job's own cgroup at the last look (see [`Members::cgroup_oom_kills`]).
+    pub fn cgroup_oom_kills(&self) -> Option<u64> {
+        self.lock().cgroup_oom_kills()
     }
 
     /// True when both handles share one set.

@@ -296,6 +296,8 @@ mod tests {
                 memory: None,
                 members: Vec::new(),
                 kernel_peak_bytes: None,
+                in_own_cgroup: false,
+                cgroup_oom_kills: None,
             }],
             ..start
         };

@@ -82,6 +82,8 @@ impl Source for Recorded {
                     Vec::new()
                 },
                 kernel_peak_bytes: None,
+                in_own_cgroup: false,
+                cgroup_oom_kills: None,
             }],
             error: None,
         })

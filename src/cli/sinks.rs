@@ -177,8 +177,10 @@ pub fn job_sinks(
         start_time: counters.start_time(me).unwrap_or(0),
     };
     let publisher = Publisher::new(Dirs::current().jobs_dir(), guard);
-    let mut sinks: Vec<Box<dyn Sink>> =
-        vec![Box::new(Printer::new(command_line, compared)), Box::new(publisher)];
+    let mut sinks: Vec<Box<dyn Sink>> = vec![
+        Box::new(Printer::new(command_line, compared)),
+        Box::new(publisher),
+    ];
     if let Some(trace) = trace {
         sinks.push(Box::new(trace));
     }

@@ -271,8 +271,14 @@ pub struct JobCgroupState {
     pub frozen: bool,
     /// The kernel's high-water mark of its memory (`memory.peak`, `max_usage_in_bytes`).
     pub peak_bytes: Option<u64>,
-    /// OOM kills in it.
+    /// OOM kills in it (v2 `memory.events` `oom_kill`, v1 `memory.oom_control` `oom_kill`).
     pub oom_kills: Option<u64>,
+    /// Its working set now: usage less the inactive file cache (`memory.current` or
+    /// `memory.usage_in_bytes`, less `inactive_file`), as the kubelet counts it.
+    pub working_set_bytes: Option<u64>,
+    /// Its swap now, where the kernel accounts it (v2 `memory.swap.current`; v1
+    /// `memory.memsw.usage_in_bytes` less usage).
+    pub swap_bytes: Option<u64>,
 }
 
 /// A memory cgroup whose limit binds: a container's, a CI job's, a pod's, a Slurm job's.

@@ -185,6 +185,8 @@ impl TraceSource {
                 }),
                 members,
                 kernel_peak_bytes: None,
+                in_own_cgroup: false,
+                cgroup_oom_kills: None,
             }],
             error: None,
         }

@@ -285,7 +285,12 @@ impl Job {
                 free_percent: system.free_percent,
                 footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
                 compressed_bytes: system.compressed_bytes,
-                oom_kills: system.oom_kills,
+                // A job in a cgroup of its own is judged by its own OOM count, exactly (the
+                // host's counts everyone's; never the two mixed across readings).
+                oom_kills: match tracked {
+                    Some(t) if t.in_own_cgroup => t.cgroup_oom_kills,
+                    _ => system.oom_kills,
+                },
                 limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
                 kernel_peak_bytes: tracked.and_then(|t| t.kernel_peak_bytes),
             }

@@ -249,6 +249,8 @@ impl JobMode {
 }
 
 #[cfg(test)]
+mod cgroup_tests;
+#[cfg(test)]
 mod order_tests;
 #[cfg(test)]
 mod tests;

@@ -42,6 +42,8 @@ fn sample_of(
                 }),
                 members: vec![member],
                 kernel_peak_bytes: None,
+                in_own_cgroup: false,
+                cgroup_oom_kills: None,
             }
         })
         .collect();

@@ -62,6 +62,8 @@ fn at(seq: u64, swap: u64, free: f64, root: ProcessIdentity, members: &[Member])
             }),
             members: members.to_vec(),
             kernel_peak_bytes: None,
+            in_own_cgroup: false,
+            cgroup_oom_kills: None,
         }],
         error: None,
     }

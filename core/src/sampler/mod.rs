@@ -59,6 +59,13 @@ pub struct TrackedSample {
     /// The kernel's high-water mark of its memory, where it has a cgroup of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_peak_bytes: Option<u64>,
+    /// It runs in a cgroup of its own: its memory and swap are the cgroup's, and its OOM
+    /// kills are [`TrackedSample::cgroup_oom_kills`], not the host's count.
+    #[serde(skip)]
+    pub in_own_cgroup: bool,
+    /// OOM kills in its own cgroup at this tick (`None` when unread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_oom_kills: Option<u64>,
 }
 
 impl Sample {
@@ -140,6 +147,8 @@ pub fn read_sample(
                 memory,
                 members,
                 kernel_peak_bytes: set.kernel_peak_bytes(),
+                in_own_cgroup: set.cgroup().is_some(),
+                cgroup_oom_kills: set.cgroup_oom_kills(),
             }
         })
         .collect();

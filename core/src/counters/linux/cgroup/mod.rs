@@ -132,7 +132,7 @@ pub fn own_dirs(root: &Path) -> Result<Option<OwnDirs>, String> {
 }
 
 /// What a job's own cgroup holds now: its processes, whether it is frozen, the kernel's
-/// peak and OOM count.
+/// peak, OOM count, working set and swap.
 pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
     let io = |e: String| CounterError::Io {
         what: format!("cgroup {}", job.path),
@@ -162,11 +162,26 @@ pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
     let oom_kills = read(&job.memory_dir, files.oom.0)
         .map_err(io)?
         .and_then(|text| stat_value(&text, files.oom.1));
+    let usage = number(&job.memory_dir, files.usage).map_err(io)?;
+    let inactive = read(&job.memory_dir, "memory.stat")
+        .map_err(io)?
+        .and_then(|stat| stat_value(&stat, files.inactive_file))
+        .unwrap_or(0);
+    let swap_bytes = match usage {
+        Some(usage) => {
+            swap(job.version, &job.memory_dir, usage, u64::MAX)
+                .map_err(io)?
+                .0
+        }
+        None => None,
+    };
     Ok(JobCgroupState {
         pids,
         frozen,
         peak_bytes,
         oom_kills,
+        working_set_bytes: usage.map(|u| u.saturating_sub(inactive)),
+        swap_bytes,
     })
 }
 

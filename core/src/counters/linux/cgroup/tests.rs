@@ -248,3 +248,28 @@ fn the_counters_take_the_limit_and_keep_the_host() {
     assert_eq!(cgroup.host_swap_used_bytes, 5 * MIB);
     assert_eq!(cgroup.host_total_bytes, HOST);
 }
+
+#[test]
+fn a_recorded_v2_job_cgroup_read_as_a_jobs_own() {
+    // The job's own cgroup on a v2 host (after its OOM kill): its processes, freezer state,
+    // the kernel's peak, the OOM count from its own `memory.events`, and its usage now.
+    let job = crate::counters::JobCgroup {
+        version: 2,
+        memory_dir: fixture().join("sys/fs/cgroup/job"),
+        freezer_dir: None,
+        path: "/job".into(),
+    };
+    let state = job_state(&job).unwrap();
+    assert!(state.pids.is_empty(), "{:?}", state.pids);
+    assert!(!state.frozen);
+    assert_eq!(state.peak_bytes, Some(128 * MIB));
+    assert_eq!(state.oom_kills, Some(1));
+    assert_eq!(state.working_set_bytes, Some(0));
+    assert_eq!(state.swap_bytes, Some(0));
+    // A job cgroup that is gone is an error, not an empty job.
+    let gone = crate::counters::JobCgroup {
+        memory_dir: fixture().join("sys/fs/cgroup/no-such-job"),
+        ..job
+    };
+    assert!(job_state(&gone).is_err());
+}
