@@ -283,6 +283,24 @@ fn a_guard_killed_outright_leaves_a_job_that_can_be_resumed() {
     let leader = leader_of(&guard);
     assert_eq!(control("pause", leader).0, Some(0));
     assert!(wait_until(WAIT, || all_in_state(&tag, me, 'T')));
+    // The job file is written on the guard's output thread, a moment after the pause: the
+    // guard is killed once `status` shows the job paused (what a user would see first).
+    let status_of_leader = || {
+        let (_, status, _) = run_to_files({
+            let mut cmd = headroom();
+            cmd.arg("status");
+            cmd
+        });
+        status
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(leader.to_string().as_str()))
+            .map(str::to_owned)
+    };
+    assert!(
+        wait_until(WAIT, || status_of_leader()
+            .is_some_and(|l| l.contains("paused"))),
+        "status never showed the job paused"
+    );
     guard.child.kill().unwrap();
     guard.child.wait().unwrap();
     // The leader's group was orphaned: SIGHUP ended it. The setsid sleep stays stopped.
