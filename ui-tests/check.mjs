@@ -281,7 +281,7 @@ check('guard form: defaults, field errors by prefix, submit, cancel', async (pag
   await page.click('#guard-submit');
   await page.waitFor(() => !document.querySelector('#guard-form'));
   const call = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'guard').pop().args);
-  assert.deepEqual(call, { pid: 9031, swapBudget: '6G', killFree: '12', onBudget: 'stop' });
+  assert.deepEqual(call, { pid: 9031, swapBudget: '6G', killFree: '12', onBudget: 'stop', key: '' });
   await page.waitFor(() => [...document.querySelectorAll('.job')].some((j) =>
     j.querySelector('.job-pid').textContent === 'pid 9031' && j.dataset.mode === 'guard'));
 
@@ -409,6 +409,35 @@ check('guard form: the prediction and past verdicts of the process picked', asyn
   assert.equal(r.fits, 'false');
   assert.equal(r.title, 'Key: ollama serve');
   assert.deepEqual(r.asked, ['ollama serve']);
+});
+
+check('guard form: a key typed is asked about once typing pauses, and guards under it', async (page) => {
+  await page.goto(base);
+  await ready(page);
+  await page.click('.proc[data-pid="7702"] button[data-action="guard"]');
+  await page.waitFor(() => document.querySelector('#guard-fit')?.dataset.fits);
+  assert.equal(await page.eval(() => document.querySelector('#guard-key').placeholder), 'ollama serve');
+  await page.eval(() => { window.__mock.calls.length = 0; });
+  await page.type('#guard-key', 'q');
+  await page.type('#guard-key', 'qwen');
+  await page.waitFor(() => document.querySelector('#guard-fit').dataset.key === 'qwen');
+  const r = await page.eval(() => ({
+    text: document.querySelector('#guard-fit').textContent,
+    fits: document.querySelector('#guard-fit').dataset.fits,
+    asked: window.__mock.calls.filter((c) => c.name === 'get_fit_of').map((c) => c.args.key),
+  }));
+  assert.equal(r.fits, 'true');
+  assert.match(r.text, /^Needs about .*Last: fits$/);
+  assert.deepEqual(r.asked, ['qwen'], 'one request once typing paused');
+  // A key with no runs: said so, no stale answer left.
+  await page.type('#guard-key', 'qwen-new');
+  await page.waitFor(() => document.querySelector('#guard-fit').dataset.key === 'qwen-new');
+  assert.equal(await page.eval(() => document.querySelector('#guard-fit').dataset.fits), undefined);
+  assert.match(await page.eval(() => document.querySelector('#guard-fit').textContent), /^No past run of qwen-new yet/);
+  await page.click('#guard-submit');
+  await page.waitFor(() => !document.querySelector('#guard-form'));
+  const call = await page.eval(() => window.__mock.calls.filter((c) => c.name === 'guard').pop().args);
+  assert.equal(call.key, 'qwen-new');
 });
 
 check('a running job that ends gets its verdict in place', async (page) => {

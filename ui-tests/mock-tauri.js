@@ -161,9 +161,14 @@
     get_jobs: () => clone(mock.jobs),
     get_recent_jobs: () => clone(mock.recent),
     get_fits: () => clone(mock.fits),
-    get_fit_of: ({ command }) => (String(command).startsWith('ollama')
-      ? { key: 'ollama serve', fit: { ...clone(mock.fits[0]), key: 'ollama serve' }, past_verdicts: ["doesn't fit", 'fits'] }
-      : { key: String(command), fit: null, past_verdicts: [] }),
+    // A key typed in the Guard form is the one asked about; `qwen` has past runs.
+    get_fit_of: ({ command, key }) => (String(key ?? '').trim()
+      ? (String(key).trim() === 'qwen'
+        ? { key: 'qwen', fit: { ...clone(mock.fits[1]), key: 'qwen' }, past_verdicts: ['fits'] }
+        : { key: String(key).trim(), fit: null, past_verdicts: [] })
+      : String(command).startsWith('ollama')
+        ? { key: 'ollama serve', fit: { ...clone(mock.fits[0]), key: 'ollama serve' }, past_verdicts: ["doesn't fit", 'fits'] }
+        : { key: String(command), fit: null, past_verdicts: [] }),
     watch: ({ pid }) => addJob(pid, 'watch', null),
     guard: ({ pid, swapBudget, killFree, onBudget }) => {
       if (onBudget !== 'stop' && onBudget !== 'pause') throw fail('on_budget', 'on budget', `'${onBudget}' is not one of stop, pause`);

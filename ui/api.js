@@ -40,9 +40,9 @@ export function watch(pid) {
 }
 
 /** Start guarding a process; `swapBudget` and `killFree` are strings as typed; `onBudget`
- *  is 'stop' or 'pause'. */
-export function guard(pid, swapBudget, killFree, onBudget = 'stop') {
-  return call('guard', { pid, swapBudget, killFree, onBudget });
+ *  is 'stop' or 'pause'; `key` names its run history (blank: its command line's key). */
+export function guard(pid, swapBudget, killFree, onBudget = 'stop', key = '') {
+  return call('guard', { pid, swapBudget, killFree, onBudget, key });
 }
 
 /** Pause, resume or stop one of the app's jobs: `action` is 'pause', 'resume' or 'stop'. */
@@ -65,10 +65,11 @@ export function getFits() {
   return call('get_fits');
 }
 
-/** For a process picked in the Guard form (by its command line): its key, the answer from
- *  its past runs ({ key, fit: null | { text, fits, need_bytes, runs }, past_verdicts }). */
-export function getFitOf(command) {
-  return call('get_fit_of', { command });
+/** For a process picked in the Guard form (by the key typed, else its command line's): the
+ *  key, the answer from its past runs ({ key, fit: null | { text, fits, need_bytes, runs },
+ *  past_verdicts }). */
+export function getFitOf(command, key = '') {
+  return call('get_fit_of', { command, key });
 }
 
 /** All jobs: watched, guarded and external (`headroom guard` in a terminal). */

@@ -141,7 +141,7 @@ async function start() {
   selectWindow(state.windowSeconds);
   bindTabs();
   bindSearch();
-  initProcesses({ onWatch, onGuard, guardDefaults, fitOf: (proc) => api.getFitOf(proc.command) });
+  initProcesses({ onWatch, onGuard, guardDefaults, fitOf: (proc, key) => api.getFitOf(proc.command, key) });
   initSettings({
     onChange: () => applyGuardDefaults(guardDefaults()),
     onError: (error) => failed('settings', error),

@@ -92,8 +92,8 @@ export async function onWatch(proc, button) {
 }
 
 /** Resolves when guarded; rejects with the command's error for the form to place. */
-export async function onGuard(proc, budget, killFree, onBudget) {
-  await api.guard(proc.pid, budget, killFree, onBudget);
+export async function onGuard(proc, budget, killFree, onBudget, key) {
+  await api.guard(proc.pid, budget, killFree, onBudget, key);
   toast(`Guarding ${short(proc.name)} (pid ${proc.pid})`, { kind: 'info' });
   refreshJobs().then(refreshProcesses);
 }

@@ -11,7 +11,8 @@ import { config } from './state.js';
 
 
 const rows = new Map(); // pid -> row element
-let handlers = null; // { onWatch(proc, button), onGuard(proc, budget, killFree) -> Promise, fitOf(proc) -> Promise }
+const KEY_DEBOUNCE_MS = 250; // the Guard form asks for a typed key's past runs once typing pauses
+let handlers = null; // { onWatch(proc, button), onGuard(proc, budget, killFree, onBudget, key) -> Promise, fitOf(proc, key) -> Promise }
 let guard = null; // { pid, name, row: <li>, form parts }
 let pointerInside = false;
 let lastQuery = null;
@@ -173,6 +174,9 @@ function buildGuardRow(proc, defaults) {
     el('option', { value: 'pause', text: 'Pause it (resume later)' }));
   const onBudgetWrap = el('div', { class: 'field' },
     el('label', { attrs: { for: 'guard-on-budget' }, text: 'At the budget' }), onBudget);
+  // The run history's key: blank is the command line's (shown as the placeholder).
+  const key = field('guard-key', 'History key', 'runs with the same key share a prediction; blank: the command line');
+  key.input.classList.add('key-input');
   const general = el('p', { class: 'field-error', id: 'guard-error', hidden: true, attrs: { role: 'alert' } });
   const cancel = el('button', { class: 'button', type: 'button', id: 'guard-cancel', text: 'Cancel' });
   const submit = el('button', { class: 'button primary', type: 'submit', id: 'guard-submit', text: 'Guard' });
@@ -180,11 +184,17 @@ function buildGuardRow(proc, defaults) {
     el('span', { text: 'Guard' }), el('strong', { text: proc.name }),
     el('span', { class: 'guard-pid', text: `pid ${proc.pid}` }));
   const fitLine = el('p', { class: 'guard-fit', id: 'guard-fit', text: 'Past runs: …' });
-  showFitOf(proc, fitLine);
+  const fit = { line: fitLine, key: key.input, asked: 0, timer: null };
+  showFitOf(proc, fit);
+  key.input.addEventListener('input', () => {
+    clearTimeout(fit.timer);
+    fit.timer = setTimeout(() => showFitOf(proc, fit), KEY_DEBOUNCE_MS);
+  });
   const form = el('form', { id: 'guard-form', class: 'guard-form', noValidate: true, attrs: { 'aria-label': `Guard ${proc.name}` } },
     title,
     fitLine,
     el('div', { class: 'guard-fields' }, budget.wrap, killFree.wrap, onBudgetWrap),
+    key.wrap,
     el('p', { class: 'guard-help', text: 'Stops (or pauses) it and its children when its swap growth passes the budget or free memory stays below the floor. A warning comes first.' }),
     general,
     el('div', { class: 'form-actions' }, cancel, submit));
@@ -207,7 +217,7 @@ function buildGuardRow(proc, defaults) {
     submit.disabled = true;
     setText(submit, 'Guarding…');
     try {
-      await handlers.onGuard(proc, budget.input.value, killFree.input.value, onBudget.value);
+      await handlers.onGuard(proc, budget.input.value, killFree.input.value, onBudget.value, key.input.value);
       closeGuardForm();
     } catch (error) {
       // Rust names the field at fault: swap_budget, kill_free (on_budget is a choice).
@@ -225,20 +235,28 @@ function buildGuardRow(proc, defaults) {
   return { pid: proc.pid, row, budget, killFree };
 }
 
-/** Fills the Guard form's line on the process's past runs: the prediction and the answer
- *  now, and their verdicts (Rust's words), or that it has none. */
-async function showFitOf(proc, line) {
+/** Fills the Guard form's line on the past runs of the key typed (or the process's own):
+ *  the prediction and the answer now, and their verdicts (Rust's words), or that it has
+ *  none. Only the latest request's answer is shown. */
+async function showFitOf(proc, fit) {
+  const line = fit.line;
+  const asked = ++fit.asked;
   try {
-    const r = await handlers.fitOf(proc);
+    const r = await handlers.fitOf(proc, fit.key.value);
+    if (asked !== fit.asked) return;
+    if (!fit.key.value && r?.key) fit.key.placeholder = r.key;
+    line.dataset.key = r?.key ?? '';
     const past = Array.isArray(r?.past_verdicts) ? r.past_verdicts : [];
     if (r?.fit) {
       line.dataset.fits = String(!!r.fit.fits);
       setText(line, `Needs about ${formatBytes(r.fit.need_bytes)} (${r.fit.runs} past run${r.fit.runs === 1 ? '' : 's'}): ${r.fit.text}. Last: ${past.join(', ')}`);
     } else {
+      delete line.dataset.fits;
       setText(line, `No past run of ${r?.key ?? proc.name} yet: its verdict will be its first.`);
     }
     setAttr(line, 'title', r?.key ? `Key: ${r.key}` : null);
   } catch (error) {
+    if (asked !== fit.asked) return;
     setText(line, `Past runs unavailable: ${error}`);
   }
 }

@@ -10,7 +10,7 @@ use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::settings::Settings;
-use headroom_core::store::Store;
+use headroom_core::store::{RunContext, Store};
 use headroom_core::units::unix_ms;
 
 use crate::state::{lock, AppState};
@@ -113,14 +113,26 @@ pub fn job_started(state: &AppState, job_id: u64) {
     }
 }
 
-/// Records a finished job with its verdict, and forgets it as active.
+/// Records a finished job in the run history (its key, and the memory it ran in: what it
+/// took is measured as the CLI measures it), and forgets it as active.
 pub fn job_finished(state: &AppState, job_id: u64) {
-    let record = lock(&state.monitor).jobs.finished_record(job_id);
-    let Some(record) = record else {
+    let (record, start, total_bytes) = {
+        let monitor = lock(&state.monitor);
+        let total_bytes = monitor
+            .status(Duration::from_secs(60))
+            .map(|s| s.total_bytes);
+        (
+            monitor.jobs.finished_record(job_id),
+            monitor.jobs.run_start(job_id),
+            total_bytes,
+        )
+    };
+    let (Some(record), Some(start)) = (record, start) else {
         return;
     };
+    let context = RunContext::here(start.key, total_bytes, start.free_start_percent);
     if let Some(store) = lock(&state.store).as_mut() {
-        if let Err(e) = store.record_job(&record) {
+        if let Err(e) = store.record_run(&record, &context) {
             tracing::warn!(error = %e, "cannot record the job");
         }
         let _ = store.remove_active_job(record.identity);

@@ -183,28 +183,21 @@ pub fn after_end(before: &Before, outcome: &Outcome, mode: JobMode, flags: &Hist
         verdict: outcome.verdict.clone(),
     };
     let context = RunContext {
-        key: before.key.clone(),
-        total_bytes: before.system.as_ref().map(|s| s.total_bytes),
-        free_start_percent: before.system.as_ref().map(|s| s.free_percent),
         cwd: std::env::current_dir()
             .ok()
             .map(|d| d.display().to_string()),
-        hostname: hostname(),
         taken,
+        ..RunContext::here(
+            before.key.clone(),
+            before.system.as_ref().map(|s| s.total_bytes),
+            before.system.as_ref().map(|s| s.free_percent),
+        )
     };
     let kept = open_store()
         .and_then(|mut store| store.record_run(&job, &context).map_err(|e| e.to_string()));
     if let Err(e) = kept {
         say(&format!("the run was not recorded: {e}"));
     }
-}
-
-fn hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .filter(|h| !h.is_empty())
 }
 
 /// `headroom history`: the runs of a key, or the keys.

@@ -121,3 +121,50 @@ def test_the_guard_form_shows_the_prediction_of_the_process_picked(driver):
         proc.kill()
         proc.wait(5)
         cli("history", "forget", key)
+
+
+def test_a_key_typed_in_the_guard_form_is_its_history(driver):
+    """The Guard form's key field: the prediction shown is the typed key's, and the run the
+    app guards is recorded under that key (with the memory it ran in)."""
+    seconds = str(4000 + os.getpid() % 1000)
+    key = f"e2e-named-{os.getpid()}"
+    seed(key, 2 * GIB)
+    proc = subprocess.Popen(["sleep", seconds])
+    try:
+        search = driver.find_element(By.ID, "search")
+        search.clear()
+        search.send_keys(seconds)
+        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{proc.pid}']"),
+                       what="the process's row")
+        row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+        line = wait_for(lambda: driver.find_element(By.ID, "guard-fit").get_attribute("data-key")
+                        and driver.find_element(By.ID, "guard-fit"), what="the form's first answer")
+        assert "No past run of sleep " in line.get_attribute("textContent"), line.get_attribute("textContent")
+        field = driver.find_element(By.ID, "guard-key")
+        assert field.get_attribute("placeholder") == f"sleep {seconds}"
+        field.send_keys(key)
+        wait_for(lambda: line.get_attribute("data-key") == key and line.get_attribute("data-fits"),
+                 what="the typed key's prediction")
+        text = line.get_attribute("textContent")
+        assert text.startswith("Needs about ") and "(1 past run)" in text, text
+        shot(driver, "guard-form-key.png")
+        driver.find_element(By.ID, "guard-submit").click()
+        wait_for(lambda: not driver.find_elements(By.ID, "guard-form"), what="the form to close")
+        proc.terminate()
+        proc.wait(5)
+
+        def runs():
+            rows = json.loads(cli("history", key, "--json"))
+            return [r for r in rows if r["command"].startswith("sleep ")] or None
+        recorded = wait_for(runs, timeout=20, what="the app's run recorded under the typed key")
+        assert recorded[0]["total_bytes"] == meminfo("MemTotal"), recorded[0]
+        assert recorded[0]["free_start_percent"] is not None, recorded[0]
+    except AssertionError:
+        shot(driver, "guard-form-key-failure.png")
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        driver.find_element(By.ID, "search").clear()
+        cli("history", "forget", key)

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use super::job::{Calm, Job, Phase};
 use super::phase::PausePhase;
-use super::records::{FinishedJob, SavedJob};
+use super::records::{FinishedJob, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
 use crate::members::MemberSet;
@@ -404,6 +404,23 @@ impl Engine {
         })
     }
 
+    /// Free memory when job `id` was added, percent, read by its caller: a job that ends
+    /// before its first sample still knows what it started with.
+    pub fn set_free_start(&mut self, id: u64, percent: f64) {
+        if let Some(job) = self.job_mut(id) {
+            job.ledger.set_free_start_percent(Some(percent));
+        }
+    }
+
+    /// The key job `id`'s run is recorded under and free memory at its start.
+    pub fn run_start(&self, id: u64) -> Option<RunStart> {
+        let job = self.job(id)?;
+        Some(RunStart {
+            key: job.spec.history_key(),
+            free_start_percent: job.ledger.free_start_percent(),
+        })
+    }
+
     /// What to save so the job is taken up again after a restart (in boot `boot_id`).
     pub fn active_record(&self, id: u64, boot_id: &str) -> Option<SavedJob> {
         let job = self.job(id)?;
@@ -419,6 +436,8 @@ impl Engine {
             on_budget: job.spec.limits.on_budget,
             pauses: job.pauses.count,
             paused_since_ms: job.pauses.current.map(|(at, _)| unix_ms(at)),
+            key: job.spec.key.clone(),
+            free_start_percent: job.ledger.free_start_percent(),
         })
     }
 
@@ -440,6 +459,7 @@ impl Engine {
                 on_budget: saved.on_budget,
                 ..base.limits
             },
+            key: saved.key.clone(),
             ..base
         };
         let id = self.add(members, spec, saved.swap_start_bytes, at);
@@ -448,6 +468,9 @@ impl Engine {
                 std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
             };
             job.started_at = at(saved.started_at_ms);
+            if saved.free_start_percent.is_some() {
+                job.ledger.set_free_start_percent(saved.free_start_percent);
+            }
             job.pauses.count = saved.pauses;
             // Still stopped (SIGSTOP outlives us): taken up as paused, resumed on request,
             // and verified like any pause from the first sample on.

@@ -31,7 +31,7 @@ pub mod words;
 
 pub use execute::{carry_out, Effects};
 pub use jobs::{Engine, RequestError};
-pub use records::{FinishedJob, SavedJob};
+pub use records::{FinishedJob, RunStart, SavedJob};
 
 use std::time::{Duration, SystemTime};
 
@@ -144,9 +144,19 @@ pub struct JobSpec {
     /// Headroom started it (`headroom guard -- cmd`): an interrupted driver stops it. A
     /// picked process (watch, the app) is left running, continued if it was paused.
     pub owned: bool,
+    /// The key its run is recorded under when the user named one (`--key`, the app's Guard
+    /// form); `None`: its command line's ([`crate::fit::key_of_command_line`]).
+    pub key: Option<String>,
 }
 
 impl JobSpec {
+    /// The key its run is recorded under: the one named, else its command line's.
+    pub fn history_key(&self) -> String {
+        self.key
+            .clone()
+            .unwrap_or_else(|| crate::fit::key_of_command_line(&self.command))
+    }
+
     /// A job of `command` (a picked process: not owned), checked every `poll`, with the
     /// default grace and the live sampler's fastest check.
     pub fn new(command: String, mode: JobMode, limits: Limits, poll: Duration) -> Self {
@@ -158,6 +168,7 @@ impl JobSpec {
             min_check: crate::policy::MIN_CHECK_INTERVAL,
             grace: crate::defaults::GRACE,
             owned: false,
+            key: None,
         }
     }
 }

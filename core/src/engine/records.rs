@@ -24,6 +24,15 @@ pub struct FinishedJob {
     pub verdict: Verdict,
 }
 
+/// What the run history keeps of a job beyond its verdict, as the engine knows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStart {
+    /// The key its run is recorded under ([`super::JobSpec::history_key`]).
+    pub key: String,
+    /// Free memory at its start, percent, once seen.
+    pub free_start_percent: Option<f64>,
+}
+
 /// A watch or guard that was running, to take up again after Headroom restarts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedJob {
@@ -51,4 +60,10 @@ pub struct SavedJob {
     /// Since when it is paused (ms since the epoch), while paused: a job still stopped is
     /// taken up as paused.
     pub paused_since_ms: Option<i64>,
+    /// The key named for its run history, if one was ([`super::JobSpec::key`]).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Free memory at its start, percent, once seen: what its run took is measured from it.
+    #[serde(default)]
+    pub free_start_percent: Option<f64>,
 }

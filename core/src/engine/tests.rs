@@ -888,3 +888,45 @@ impl Action {
         }
     }
 }
+
+#[test]
+fn a_run_is_recorded_under_its_key_from_the_free_memory_at_its_start() {
+    let leader = id(57);
+    let mut jobs = Engine::default();
+    let named = JobSpec {
+        key: Some("qwen image".into()),
+        ..spec("python gen.py --steps 30", JobMode::Guard, cfg(8 << 30))
+    };
+    let job = jobs.add(set(leader), named, 0, moment(0));
+    let other = jobs.add(
+        set(id(58)),
+        spec(
+            "/usr/bin/python3 /home/me/gen.py --steps 9",
+            JobMode::Watch,
+            cfg(8 << 30),
+        ),
+        0,
+        moment(0),
+    );
+    assert_eq!(jobs.run_start(job).unwrap().free_start_percent, None);
+    jobs.on_sample(&at(0, 0, 62.5, leader, &[running(leader)]));
+    jobs.on_sample(&at(1, 0, 20.0, leader, &[running(leader)]));
+    let start = jobs.run_start(job).unwrap();
+    assert_eq!(
+        (start.key.as_str(), start.free_start_percent),
+        ("qwen image", Some(62.5))
+    );
+    // No key named: the command line's (program and script by file name).
+    assert_eq!(
+        jobs.run_start(other).unwrap().key,
+        "python3 gen.py --steps 9"
+    );
+    // Taken up after a restart: the key and the start's free memory are kept, not the first
+    // sample's after it.
+    let saved = jobs.active_record(job, "boot").unwrap();
+    let mut after = Engine::default();
+    let base = spec("x", JobMode::Guard, Limits::default());
+    let restored = after.restore(&saved, set(leader), base, moment(0));
+    after.on_sample(&at(2, 0, 10.0, leader, &[running(leader)]));
+    assert_eq!(after.run_start(restored), Some(start));
+}

@@ -18,6 +18,8 @@ pub struct Ledger {
     swap_peak_bytes: u64,
     peak_footprint_bytes: Option<u64>,
     lowest_free_percent: Option<f64>,
+    /// Free memory at the first observation, percent: the run's start.
+    free_start_percent: Option<f64>,
     low_free_strikes: u32,
     last_t: Duration,
     /// Compressed memory at the first reading that had it, and its highest since.
@@ -58,6 +60,7 @@ impl Ledger {
             swap_peak_bytes: swap_start_bytes,
             peak_footprint_bytes: None,
             lowest_free_percent: None,
+            free_start_percent: None,
             low_free_strikes: 0,
             last_t: Duration::ZERO,
             compressed_start_peak: None,
@@ -72,6 +75,17 @@ impl Ledger {
     /// Swap in use when the job started.
     pub fn swap_start_bytes(&self) -> u64 {
         self.swap_start_bytes
+    }
+
+    /// Free memory at the job's first observation (its start), percent.
+    pub fn free_start_percent(&self) -> Option<f64> {
+        self.free_start_percent
+    }
+
+    /// Sets free memory at the job's start, for a job taken up again after a restart (its
+    /// first observation then is not its start).
+    pub fn set_free_start_percent(&mut self, percent: Option<f64>) {
+        self.free_start_percent = percent;
     }
 
     /// Swap growth now: current swap minus the start (0 if it shrank).
@@ -131,6 +145,7 @@ impl Ledger {
         if let Some(f) = obs.footprint_bytes {
             self.peak_footprint_bytes = Some(self.peak_footprint_bytes.map_or(f, |p| p.max(f)));
         }
+        self.free_start_percent.get_or_insert(obs.free_percent);
         self.lowest_free_percent = Some(
             self.lowest_free_percent
                 .map_or(obs.free_percent, |l| l.min(obs.free_percent)),

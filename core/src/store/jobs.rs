@@ -82,7 +82,7 @@ impl Store {
         self.conn.execute(
             &format!(
                 "INSERT OR REPLACE INTO active_jobs ({ACTIVE_JOB_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
             ),
             params![
                 job.identity.pid,
@@ -97,6 +97,8 @@ impl Store {
                 job.on_budget.as_str(),
                 job.pauses,
                 job.paused_since_ms,
+                job.key,
+                job.free_start_percent,
             ],
         )?;
         Ok(())
@@ -138,6 +140,8 @@ impl Store {
                 on_budget: OnBudget::parse(&row.get::<_, String>(9)?).unwrap_or_default(),
                 pauses: row.get(10)?,
                 paused_since_ms: row.get(11)?,
+                key: row.get(12)?,
+                free_start_percent: row.get(13)?,
             }))
         })?;
         let mut out = Vec::new();

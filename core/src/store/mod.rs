@@ -33,7 +33,7 @@ pub use runs::{KeySummary, RunContext, RunRow};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
@@ -93,13 +93,19 @@ ALTER TABLE jobs ADD COLUMN cwd TEXT;
 ALTER TABLE jobs ADD COLUMN hostname TEXT;
 CREATE INDEX jobs_by_key ON jobs (key, ended_at_ms);
 ",
+    // A running job keeps the key named for it and free memory at its start (the app).
+    r"
+ALTER TABLE active_jobs ADD COLUMN key TEXT;
+ALTER TABLE active_jobs ADD COLUMN free_start_percent REAL;
+",
 ];
 
 const JOB_COLUMNS: &str = "id, pid, start_time, command, mode, started_at_ms, ended_at_ms, \
      fits, swap_growth_bytes, peak_footprint_bytes, verdict_json";
 const ACTIVE_JOB_COLUMNS: &str =
     "pid, start_time, command, mode, started_at_ms, swap_budget_bytes, \
-     kill_free_percent, swap_start_bytes, boot_id, on_budget, pauses, paused_since_ms";
+     kill_free_percent, swap_start_bytes, boot_id, on_budget, pauses, paused_since_ms, key, \
+     free_start_percent";
 
 /// Why the store failed. The database file is left as it was.
 #[derive(Debug, thiserror::Error)]

@@ -43,6 +43,26 @@ impl Default for RunContext {
     }
 }
 
+impl RunContext {
+    /// A run of `key` on this machine (its host name), in `total_bytes` of memory with
+    /// `free_start_percent` free at its start: what it took measured as this OS measures it
+    /// ([`Taken::here`]), by its footprint when either is unknown.
+    pub fn here(key: String, total_bytes: Option<u64>, free_start_percent: Option<f64>) -> Self {
+        let taken = match (total_bytes, free_start_percent) {
+            (Some(total), Some(free)) => Taken::here(total, free),
+            _ => Taken::Footprint,
+        };
+        RunContext {
+            key,
+            total_bytes,
+            free_start_percent,
+            cwd: None,
+            hostname: crate::unix::host::hostname(),
+            taken,
+        }
+    }
+}
+
 /// One past run of a key.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {

@@ -347,6 +347,8 @@ fn guard(identity: ProcessIdentity, budget_bytes: u64) -> SavedJob {
         on_budget: OnBudget::Stop,
         pauses: 0,
         paused_since_ms: None,
+        key: None,
+        free_start_percent: None,
     }
 }
 
@@ -373,11 +375,14 @@ fn guards_save_replace_remove() {
     );
     assert!(store.remove_active_job(a).unwrap());
     assert!(!store.remove_active_job(a).unwrap());
-    // A paused guard keeps its choice, its pauses and since when it is paused.
+    // A paused guard keeps its choice, its pauses and since when it is paused; the key named
+    // for it and free memory at its start.
     let paused = SavedJob {
         on_budget: OnBudget::Pause,
         pauses: 2,
         paused_since_ms: Some(BASE_MS + 5000),
+        key: Some("qwen image".into()),
+        free_start_percent: Some(61.5),
         ..guard(b, 8 << 30)
     };
     store.save_active_job(&paused).unwrap();
@@ -426,7 +431,9 @@ fn a_version_3_database_keeps_its_running_jobs() {
     // table without the run history's columns (migration 5), version 3.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "ALTER TABLE active_jobs RENAME TO active_guards; \
+        "ALTER TABLE active_jobs DROP COLUMN key; \
+         ALTER TABLE active_jobs DROP COLUMN free_start_percent; \
+         ALTER TABLE active_jobs RENAME TO active_guards; \
          DROP INDEX jobs_by_key; \
          ALTER TABLE jobs DROP COLUMN key; ALTER TABLE jobs DROP COLUMN need_bytes; \
          ALTER TABLE jobs DROP COLUMN need_lower_bound; ALTER TABLE jobs DROP COLUMN total_bytes; \

@@ -110,11 +110,15 @@ pub fn get_fits(state: State<'_, AppState>) -> CommandResult<Vec<UiFit>> {
     Ok(fits)
 }
 
-/// The prediction for a process picked in the Guard form (its key: its command line, see
-/// `headroom_core::fit::key_of_command_line`) and its past verdicts.
+/// The prediction for a process picked in the Guard form and its past verdicts: of the key
+/// typed in the form, else of its command line's (`headroom_core::fit::key_of_command_line`).
 #[tauri::command]
-pub fn get_fit_of(state: State<'_, AppState>, command: String) -> CommandResult<UiFitOf> {
-    let key = key_of_command_line(&command);
+pub fn get_fit_of(
+    state: State<'_, AppState>,
+    command: String,
+    key: Option<String>,
+) -> CommandResult<UiFitOf> {
+    let key = super::watch::named_key(key).unwrap_or_else(|| key_of_command_line(&command));
     let room = room_now(&state);
     let store = lock(&state.store);
     let Some(store) = store.as_ref() else {

@@ -13,9 +13,15 @@ use super::job_rows::{external_jobs, ui_job, UiJob, UiRecentJob, RECENT_JOBS};
 use crate::error::CommandResult;
 use crate::state::{lock, AppState};
 
-/// Adds a job of `mode` over process `pid` with `limits`; a guard is refused on a process
-/// Headroom may not signal.
-fn add_job(state: &AppState, pid: u32, mode: JobMode, limits: Limits) -> CommandResult<UiJob> {
+/// Adds a job of `mode` over process `pid` with `limits`, its run recorded under `key` (its
+/// command line's when `None`); a guard is refused on a process Headroom may not signal.
+fn add_job(
+    state: &AppState,
+    pid: u32,
+    mode: JobMode,
+    limits: Limits,
+    key: Option<String>,
+) -> CommandResult<UiJob> {
     let id = ProcessIdentity::of(&state.counters, pid).map_err(|e| format!("pid {pid}: {e}"))?;
     if mode == JobMode::Guard {
         state
@@ -28,16 +34,18 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, limits: Limits) -> Command
         .process_info(pid)
         .map_err(|e| format!("pid {pid}: {e}"))?;
     let command = info.display_command().to_string();
-    let swap_now = state
-        .counters
-        .read_system()
-        .map(|s| s.swap_used_bytes)
-        .map_err(|e| e.to_string())?;
-    let spec = JobSpec::new(command, mode, limits, lock(&state.settings).sample_interval);
+    let system = state.counters.read_system().map_err(|e| e.to_string())?;
+    let spec = JobSpec {
+        key,
+        ..JobSpec::new(command, mode, limits, lock(&state.settings).sample_interval)
+    };
     let members = MemberSet::new(Members::of_process(id));
     let now = crate::jobs::now(state);
     let mut monitor = lock(&state.monitor);
-    let job_id = monitor.jobs.add(members.clone(), spec, swap_now, now);
+    let job_id = monitor
+        .jobs
+        .add(members.clone(), spec, system.swap_used_bytes, now);
+    monitor.jobs.set_free_start(job_id, system.free_percent);
     state.sampler.track(&members);
     let view = monitor
         .jobs
@@ -55,11 +63,12 @@ fn add_job(state: &AppState, pid: u32, mode: JobMode, limits: Limits) -> Command
 #[tauri::command]
 pub fn watch(state: State<'_, AppState>, pid: u32) -> CommandResult<UiJob> {
     let limits = lock(&state.settings).limits();
-    add_job(&state, pid, JobMode::Watch, limits)
+    add_job(&state, pid, JobMode::Watch, limits, None)
 }
 
 /// Guard a process: as watch, and stop (or pause) it past its budget. Budget and floor come
-/// as typed; `on_budget` is `stop` (the default) or `pause`.
+/// as typed; `on_budget` is `stop` (the default) or `pause`; `key` names its run history
+/// (blank: its command line's key, as `headroom guard --key`).
 #[tauri::command]
 pub fn guard(
     state: State<'_, AppState>,
@@ -67,6 +76,7 @@ pub fn guard(
     swap_budget: String,
     kill_free: String,
     on_budget: Option<String>,
+    key: Option<String>,
 ) -> CommandResult<UiJob> {
     let form = LimitsForm {
         swap_budget,
@@ -74,7 +84,12 @@ pub fn guard(
         on_budget,
     };
     let limits = form.apply(lock(&state.settings).limits())?;
-    add_job(&state, pid, JobMode::Guard, limits)
+    add_job(&state, pid, JobMode::Guard, limits, named_key(key))
+}
+
+/// A key as typed in the Guard form: `None` when blank.
+pub fn named_key(key: Option<String>) -> Option<String> {
+    key.map(|k| k.trim().to_string()).filter(|k| !k.is_empty())
 }
 
 /// Stop watching or guarding a job (never stops its process).
