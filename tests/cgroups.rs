@@ -461,3 +461,390 @@ fn a_job_in_its_own_cgroup_is_measured_by_the_kernels_numbers_while_it_runs() {
     );
     assert!(swap >= 60 * MIB, "swap {} MiB", swap >> 20);
 }
+
+/// One past run of `key`, imported: free memory fell by 35 % of 1 GiB (about 360 MiB).
+fn seed_run(key: &str) {
+    let trace = std::env::temp_dir().join(format!("headroom-cg-seed-{}.jsonl", std::process::id()));
+    std::fs::write(
+        &trace,
+        "{\"type\":\"start\",\"interval\":0.5}\n\
+         {\"type\":\"sample\",\"t\":0.0,\"footprint\":1000000,\"swap_used\":0,\"level\":90.0}\n\
+         {\"type\":\"sample\",\"t\":1.0,\"footprint\":300000000,\"swap_used\":0,\"level\":55.0}\n\
+         {\"type\":\"end\"}\n",
+    )
+    .unwrap();
+    let bin = headroom_bin();
+    for args in [
+        vec!["history", "forget", key],
+        vec![
+            "history",
+            "import",
+            trace.to_str().unwrap(),
+            "--key",
+            key,
+            "--total-memory",
+            "1G",
+        ],
+    ] {
+        let out = Command::new(&bin)
+            .args(&args)
+            .env("HEADROOM_HOME", test_home())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    }
+    let _ = std::fs::remove_file(trace);
+}
+
+#[test]
+fn fit_answers_for_the_room_under_the_limit_not_the_hosts() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let key = format!("cg-fit-{}", std::process::id());
+    seed_run(&key);
+    let bin = headroom_bin();
+    let bin = bin.to_str().unwrap();
+    let fit = ["fit", "--key", key.as_str(), "--", "x"];
+    // The host has gigabytes free: it fits.
+    let out = Command::new(bin)
+        .args(fit)
+        .env("HEADROOM_HOME", test_home())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // Under 256 MiB it cannot.
+    let cg = MemCgroup::named("fit-", 256);
+    let argv: Vec<&str> = std::iter::once(bin).chain(fit).collect();
+    let out = run_in(&cg, &argv);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}{}", text(&out.stderr));
+    assert!(said.contains("won't fit"), "{said}");
+}
+
+#[test]
+fn wait_fit_waits_for_room_under_the_limit_and_starts_when_it_is_raised() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let key = format!("cg-wait-{}", std::process::id());
+    seed_run(&key);
+    let cg = MemCgroup::named("wait-", 256);
+    let started = std::env::temp_dir().join(format!("headroom-cg-started-{}", std::process::id()));
+    let _ = std::fs::remove_file(&started);
+    let bin = headroom_bin();
+    let marker = started.to_str().unwrap();
+    let wrapped = cg.wrap(&[
+        bin.to_str().unwrap(),
+        "guard",
+        "--wait-fit",
+        "--key",
+        &key,
+        "--start-timeout",
+        "60s",
+        "--",
+        "touch",
+        marker,
+    ]);
+    let mut guard = Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .env("HEADROOM_HOME", test_home())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        guard.try_wait().unwrap().is_none() && !started.exists(),
+        "started with about 360 MiB needed under a 256 MiB limit"
+    );
+    cg.set_limit(2048);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = guard.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still waiting with 2 GiB"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(guard.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    assert!(started.exists(), "{stderr}");
+    assert!(
+        stderr.contains("needs"),
+        "the waiting line says what it waits for:\n{stderr}"
+    );
+    let _ = std::fs::remove_file(&started);
+}
+
+#[test]
+fn a_cgroup_that_cannot_be_read_gives_a_note_and_the_hosts_numbers() {
+    // Permission denied for real: `nobody` inside a cgroup whose folder is root's alone.
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let cg = MemCgroup::named("denied-", 256);
+    // A copy of the binary `nobody` may run, and a home it may write.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("headroom");
+    std::fs::copy(headroom_bin(), &bin).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for (path, mode) in [
+        (dir.path(), 0o755),
+        (home.as_path(), 0o777),
+        (bin.as_path(), 0o755),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let cg_dir = cg.procs_file().parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&cg_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        let mut argv = vec![
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            bin.to_str().unwrap(),
+        ];
+        argv.extend_from_slice(args);
+        let wrapped = cg.wrap(&argv);
+        Command::new(&wrapped[0])
+            .args(&wrapped[1..])
+            .env("HEADROOM_HOME", &home)
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["status", "--top", "1"]);
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    let note = said
+        .lines()
+        .find(|l| l.starts_with("Note     "))
+        .unwrap_or_else(|| panic!("no note:\n{said}"));
+    assert!(
+        note.contains("ermission denied") && note.ends_with("the numbers are the host's"),
+        "{note}"
+    );
+    assert!(
+        said.lines().next().unwrap().contains(" total, "),
+        "the host's memory: {said}"
+    );
+    let out = as_nobody(&["status", "--json", "--top", "1"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["system"]["cgroup"].is_null(), "{}", json["system"]);
+    assert!(
+        json["system"]["cgroup_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("ermission denied")),
+        "{}",
+        json["system"]
+    );
+    // A guard says so once before its run, and its trace's start record keeps it.
+    let trace = home.join("t.jsonl");
+    let out = as_nobody(&[
+        "guard",
+        "--wait-free",
+        "0",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("the run is judged by the host's numbers")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let start: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(start["memory_scope"], "host", "{start}");
+    assert!(start["cgroup_note"].as_str().is_some(), "{start}");
+    std::fs::set_permissions(&cg_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The unified (cgroup v2) hierarchy of this host, if one is mounted.
+fn unified_mount() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "cgroup2").then(|| std::path::PathBuf::from(f[1]))
+    })
+}
+
+#[test]
+fn a_user_given_a_v2_cgroup_runs_the_job_in_one_of_its_own_frozen_and_stopped_whole() {
+    // As systemd delegates a unified subtree to a user on a hybrid host: `nobody` owns a
+    // v2 cgroup (no memory controller here) and may not touch the v1 memory hierarchy. The
+    // guard makes the job a v2 cgroup without the memory controller: every process the job
+    // forks is in it, the v2 freezer pauses it (an outside SIGCONT does not undo it), a stop
+    // ends it whole, and nothing is left behind.
+    use std::os::unix::fs::PermissionsExt;
+    use support::guard::{sleep_tag, WAIT};
+    use support::{live_with_tag, wait_until};
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let Some(unified) = unified_mount() else {
+        assert!(std::env::var_os("CI").is_none(), "CI hosts mount cgroup2");
+        eprintln!("SKIPPED: no cgroup2 hierarchy is mounted here");
+        return;
+    };
+    const NOBODY: u32 = 65534;
+    let delegated = unified.join(format!("headroom-test-delegated-{}", std::process::id()));
+    std::fs::create_dir(&delegated).unwrap();
+    for file in [
+        "",
+        "cgroup.procs",
+        "cgroup.threads",
+        "cgroup.subtree_control",
+    ] {
+        std::os::unix::fs::chown(delegated.join(file), Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("headroom");
+    std::fs::copy(headroom_bin(), &bin).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    for (path, mode) in [
+        (dir.path(), 0o755),
+        (home.as_path(), 0o777),
+        (bin.as_path(), 0o755),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let nobody = |args: &[&str]| {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&bin)
+            .args(args)
+            .env("HEADROOM_HOME", &home)
+            .env_remove("HEADROOM_JOB_CGROUP");
+        cmd
+    };
+    let tag = sleep_tag(40);
+    let script = format!("setsid sleep {tag} & (sleep {tag} &) ; exec sleep {tag}");
+    let guard_argv = nobody(&[
+        "guard",
+        "--wait-free",
+        "0",
+        "--poll",
+        "0.2s",
+        "--grace",
+        "2s",
+        "-v",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stdout = home.join("guard.json");
+    let stderr = home.join("guard.stderr");
+    let mut argv = vec![guard_argv.get_program().to_owned()];
+    argv.extend(guard_argv.get_args().map(ToOwned::to_owned));
+    let mut guard = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {} && exec \"$@\"",
+            delegated.join("cgroup.procs").display()
+        ))
+        .arg("sh")
+        .args(&argv)
+        .env("HEADROOM_HOME", &home)
+        .env_remove("HEADROOM_JOB_CGROUP")
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&stderr).unwrap_or_default();
+    let me = guard.id();
+    let sleeps = || -> Vec<u32> {
+        live_with_tag(&tag)
+            .into_iter()
+            .filter(|&p| p != me)
+            .collect()
+    };
+    assert!(wait_until(WAIT, || sleeps().len() == 3), "{}", said());
+    let job_path = cgroup_of(sleeps()[0], "").unwrap();
+    let delegated_path = format!("/{}", delegated.file_name().unwrap().to_string_lossy());
+    assert!(
+        job_path.starts_with(&format!("{delegated_path}/headroom-job-{me}-")),
+        "{job_path}\n{}",
+        said()
+    );
+    for pid in sleeps() {
+        assert_eq!(
+            cgroup_of(pid, "").unwrap(),
+            job_path,
+            "every worker is in it"
+        );
+    }
+    let job_dir = unified.join(job_path.trim_start_matches('/'));
+    let events = job_dir.join("cgroup.events");
+    let leader = sleeps()
+        .into_iter()
+        .find(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(") ").next().map(str::to_string))
+                .and_then(|rest| rest.split(' ').nth(1).map(str::to_string))
+                == Some(me.to_string())
+        })
+        .unwrap();
+    let control = |verb: &str| {
+        let out = nobody(&[verb, &leader.to_string()]).output().unwrap();
+        assert!(out.status.success(), "{verb}: {}", text(&out.stderr));
+    };
+    control("pause");
+    assert!(
+        wait_until(WAIT, || frozen(&events, "frozen 1")),
+        "{}",
+        said()
+    );
+    for pid in sleeps() {
+        // SAFETY: kill has no memory-safety preconditions; these are the test's sleeps.
+        unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    }
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    assert!(frozen(&events, "frozen 1"), "a SIGCONT thawed the job");
+    control("resume");
+    assert!(
+        wait_until(WAIT, || frozen(&events, "frozen 0")),
+        "{}",
+        said()
+    );
+    control("stop");
+    let ended = wait_until(WAIT, || guard.try_wait().unwrap().is_some());
+    assert!(ended, "{}", said());
+    assert_eq!(guard.wait().unwrap().code(), Some(3), "{}", said());
+    assert!(
+        wait_until(WAIT, || sleeps().is_empty()),
+        "the setsid and double-forked sleeps too"
+    );
+    assert!(
+        wait_until(WAIT, || !job_dir.exists()),
+        "{} was left behind",
+        job_dir.display()
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stdout).unwrap()).unwrap();
+    assert_eq!(json["tracking"]["by"], "cgroup", "{json}");
+    assert_eq!(json["tracking"]["memory"], false, "{json}");
+    assert_eq!(json["tracking"]["cgroup"], job_path.as_str(), "{json}");
+    let _ = std::fs::remove_dir(&delegated);
+}

@@ -118,7 +118,8 @@ impl Members {
         u32::try_from(self.ever.len()).unwrap_or(u32::MAX)
     }
 
-    /// Drops members that are gone, reads the state of the others and adds new
+    /// Drops members that are gone, reads the state of the others and adds new members: the
+    /// processes of its own cgroup when it has one (exact: no tree walked), else new
     /// descendants (and, where the OS needs it, the group's processes and those forked from a
     /// member); returns the live count.
     pub fn discover(&mut self, counters: &impl CounterSource) -> usize {
@@ -161,6 +162,11 @@ impl Members {
             if visited.insert(pid) && self.add(counters, pid) {
                 queue.push(pid);
             }
+        }
+        // A cgroup of its own lists every process of the job: no tree to walk (a process
+        // moved out of it by root is no member any more).
+        if self.cgroup_now.is_some() {
+            queue.clear();
         }
         while let Some(parent) = queue.pop() {
             for child in counters.child_pids(parent).unwrap_or_default() {

@@ -112,7 +112,8 @@ pub struct EventRecord {
 
 /// What a trace's `start` record says of where it ran: `total_memory` (what free is a share
 /// of: the host's, or the memory cgroup's limit where one binds), `memory_scope` (`host` or
-/// `cgroup`) and, under a limit, the cgroup and the host's memory.
+/// `cgroup`) and, under a limit, the cgroup and the host's memory; `cgroup_note` when the
+/// cgroup could not be read (the numbers are then the host's).
 pub fn memory_meta(system: &crate::counters::SystemCounters) -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert("total_memory".into(), system.total_bytes.into());
@@ -125,6 +126,9 @@ pub fn memory_meta(system: &crate::counters::SystemCounters) -> Map<String, Valu
         None => {
             meta.insert("memory_scope".into(), "host".into());
         }
+    }
+    if let Some(note) = &system.cgroup_note {
+        meta.insert("cgroup_note".into(), note.clone().into());
     }
     meta
 }

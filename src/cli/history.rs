@@ -156,11 +156,18 @@ pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) 
             None
         }
     };
+    let system = counters.read_system().ok();
+    // A memory cgroup that cannot be read: said once, before the run (its limit may bind).
+    if let Some(note) = system.as_ref().and_then(|s| s.cgroup_note.as_deref()) {
+        say(&format!(
+            "note: {note}; the run is judged by the host's numbers"
+        ));
+    }
     Before {
         key,
         prediction,
         started: SystemTime::now(),
-        system: counters.read_system().ok(),
+        system,
     }
 }
 

@@ -153,14 +153,19 @@ fn write_memory(out: &mut impl Write, s: &SystemCounters) -> std::io::Result<()>
     let pressure = s.pressure.map_or("unknown", |p| p.as_str());
     match &s.cgroup {
         // Under a cgroup limit: the limit first (what a job is judged by), then the host.
+        // The cgroup's own pressure (v2) beside it; the host's after the host.
         Some(c) => writeln!(
             out,
-            "Memory   {} limit (cgroup {}), {:.0}% free of it; host {}, {:.0}% free, pressure {pressure}",
+            "Memory   {} limit (cgroup {}), {:.0}% free of it{}; host {}, {:.0}% free, pressure {}",
             format_bytes(c.limit_bytes),
             printable(&c.limit_path),
             s.free_percent,
+            c.pressure
+                .map(|p| format!(", pressure {}", p.as_str()))
+                .unwrap_or_default(),
             format_bytes(c.host_total_bytes),
-            c.host_free_percent
+            c.host_free_percent,
+            c.host_pressure.map_or("unknown", |p| p.as_str()),
         )?,
         None => writeln!(
             out,

@@ -247,6 +247,10 @@ pub struct JobCgroup {
     pub freezer_dir: Option<std::path::PathBuf>,
     /// Its path as `/proc/PID/cgroup` names it (the memory hierarchy's).
     pub path: String,
+    /// True when it has the memory controller: its memory, swap, peak and OOM count are the
+    /// kernel's. A v2 cgroup made without it (the controller could not be handed down)
+    /// still makes membership exact and freezes; its memory is its members'.
+    pub memory: bool,
 }
 
 /// Our own cgroups, where a job's own cgroup is made beneath.
@@ -260,6 +264,11 @@ pub struct OwnDirs {
     pub path: String,
     /// Our v1 freezer cgroup's directory, if the freezer is mounted (v2 has one built in).
     pub freezer_dir: Option<std::path::PathBuf>,
+    /// A v2 cgroup of ours where a job's cgroup can be made without the memory controller
+    /// (membership and the freezer are v2's own): our v2 cgroup, or on a hybrid host our
+    /// cgroup in its unified hierarchy (where systemd delegates to a user). Its directory
+    /// and its path as `/proc/self/cgroup` names it.
+    pub bare_v2: Option<(std::path::PathBuf, String)>,
 }
 
 /// What a job's own cgroup holds now.
@@ -314,6 +323,13 @@ pub struct CgroupMemory {
     pub host_free_percent: f64,
     /// The host's swap in use.
     pub host_swap_used_bytes: u64,
+    /// Memory pressure of Headroom's own cgroup (v2 `memory.pressure`: stalls of its tasks,
+    /// reclaim at the limit included), where the kernel keeps it; v1 has none.
+    #[serde(default)]
+    pub pressure: Option<PressureLevel>,
+    /// The host's memory pressure (`/proc/pressure/memory`).
+    #[serde(default)]
+    pub host_pressure: Option<PressureLevel>,
 }
 
 impl CgroupMemory {

@@ -85,6 +85,7 @@ pub(super) fn launch_job(
     let tracking = match &made {
         Ok(cgroup) => Tracking::Cgroup {
             cgroup: cgroup.path.clone(),
+            memory: cgroup.memory,
         },
         Err(why) => Tracking::Processes { why: why.clone() },
     };
@@ -184,6 +185,9 @@ pub enum Tracking {
     Cgroup {
         /// Its path.
         cgroup: String,
+        /// True with the memory controller (the kernel's memory numbers); false: a v2
+        /// cgroup for membership and the freezer, its memory its members'.
+        memory: bool,
     },
     /// Its processes.
     Processes {

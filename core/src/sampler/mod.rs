@@ -59,7 +59,7 @@ pub struct TrackedSample {
     /// The kernel's high-water mark of its memory, where it has a cgroup of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_peak_bytes: Option<u64>,
-    /// It runs in a cgroup of its own: its memory and swap are the cgroup's, and its OOM
+    /// It runs in a memory cgroup of its own: its memory and swap are the cgroup's, and its OOM
     /// kills are [`TrackedSample::cgroup_oom_kills`], not the host's count.
     #[serde(skip)]
     pub in_own_cgroup: bool,
@@ -147,7 +147,7 @@ pub fn read_sample(
                 memory,
                 members,
                 kernel_peak_bytes: set.kernel_peak_bytes(),
-                in_own_cgroup: set.cgroup().is_some(),
+                in_own_cgroup: set.cgroup().is_some_and(|c| c.memory),
                 cgroup_oom_kills: set.cgroup_oom_kills(),
             }
         })

@@ -4,6 +4,11 @@
 //! frozen and thawed atomically (v1 `freezer.state`, v2 `cgroup.freeze`: a `SIGCONT` from
 //! outside does not undo it), removed when the job is over.
 //!
+//! Where the memory controller cannot be handed down (v2's no-internal-processes rule
+//! while Headroom's cgroup holds processes; a hybrid host whose v1 memory hierarchy is
+//! root's while systemd delegated a unified subtree to the user), the job still gets a v2
+//! cgroup without it: membership and the freezer are v2's own, its memory is its members'.
+//!
 //! `cgroup.kill` (v2) is not used: it would kill a member of another user, which the
 //! safety rules never do; the stop signals each member, and the cgroup makes the list exact.
 
@@ -21,12 +26,39 @@ use crate::counters::{JobCgroup, OwnDirs};
 /// Why no own cgroup could be made (the job then runs tracked by its processes).
 pub type Refused = String;
 
-/// Makes cgroup `name` beneath `own` for one job.
+/// Makes cgroup `name` beneath `own` for one job: with the memory controller where
+/// Headroom may, else a v2 cgroup without it (membership and the freezer only: v2's own),
+/// else why neither.
 pub fn create(own: &OwnDirs, name: &str) -> Result<JobCgroup, Refused> {
+    match with_memory(own, name) {
+        Ok(job) => Ok(job),
+        Err(why) => match &own.bare_v2 {
+            Some((dir, path)) => bare_v2(dir, path, name).map_err(|e| format!("{why}; {e}")),
+            None => Err(why),
+        },
+    }
+}
+
+fn made(dir: &Path) -> Result<(), Refused> {
+    fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+/// A v2 cgroup `name` in our v2 cgroup `dir` (`path`), without the memory controller.
+fn bare_v2(dir: &Path, path: &str, name: &str) -> Result<JobCgroup, Refused> {
+    let job_dir = dir.join(name);
+    made(&job_dir)?;
+    Ok(JobCgroup {
+        version: 2,
+        path: format!("{}/{name}", path.trim_end_matches('/')),
+        memory_dir: job_dir,
+        freezer_dir: None,
+        memory: false,
+    })
+}
+
+/// Cgroup `name` beneath `own` with the memory controller (and the v1 freezer).
+fn with_memory(own: &OwnDirs, name: &str) -> Result<JobCgroup, Refused> {
     let memory_dir = own.memory_dir.join(name);
-    let made = |dir: &Path| {
-        fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
-    };
     if own.version == 2 {
         // The child gets the memory controller only if our own cgroup hands it down, which
         // the kernel refuses while our cgroup holds processes (unless it is the root).
@@ -35,8 +67,8 @@ pub fn create(own: &OwnDirs, name: &str) -> Result<JobCgroup, Refused> {
         if !has.split_whitespace().any(|c| c == "memory") {
             fs::write(&control, "+memory").map_err(|e| {
                 format!(
-                    "cannot give a job cgroup the memory controller ({}: {e}); a delegated \
-                     subtree would (systemd-run --scope -p Delegate=yes)",
+                    "cannot give a job cgroup the memory controller ({}: {e}; the kernel \
+                     refuses while our own cgroup holds a process, Headroom included)",
                     control.display()
                 )
             })?;
@@ -63,6 +95,7 @@ pub fn create(own: &OwnDirs, name: &str) -> Result<JobCgroup, Refused> {
         path: format!("{}/{name}", own.path.trim_end_matches('/')),
         memory_dir,
         freezer_dir,
+        memory: true,
     })
 }
 

@@ -179,6 +179,8 @@ fn the_scope_says_host_or_the_cgroup_whose_limit_binds() {
             host_total_bytes: 24 << 30,
             host_free_percent: 97.0,
             host_swap_used_bytes: 0,
+            pressure: None,
+            host_pressure: None,
         })),
         ..host
     };

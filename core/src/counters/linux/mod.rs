@@ -193,6 +193,7 @@ impl Counters {
 fn under_limit(host: SystemCounters, mut cgroup: CgroupMemory) -> SystemCounters {
     cgroup.host_free_percent = host.free_percent;
     cgroup.host_swap_used_bytes = host.swap_used_bytes;
+    cgroup.host_pressure = host.pressure;
     let (swap_used, swap_total) = match cgroup.swap_used_bytes {
         Some(used) => (
             used,
@@ -207,6 +208,8 @@ fn under_limit(host: SystemCounters, mut cgroup: CgroupMemory) -> SystemCounters
         free_percent: cgroup.free_percent(),
         swap_used_bytes: swap_used,
         swap_total_bytes: swap_total,
+        // Under a limit the cgroup's own pressure, where the kernel keeps one.
+        pressure: cgroup.pressure.or(host.pressure),
         cgroup: Some(Box::new(cgroup)),
         ..host
     }

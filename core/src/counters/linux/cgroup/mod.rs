@@ -70,16 +70,21 @@ pub fn locate(root: &Path, pid: &str) -> Result<Option<Location>, String> {
         std::fs::read_to_string(on_host(&m.point).join("cgroup.controllers"))
             .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
     });
-    let chosen = match (v2, v2_path) {
-        (Some(mount), Some(path)) => Some((2, mount, path)),
-        _ => mounts
-            .iter()
-            .find(|m| m.kind == MountKind::V1Memory)
-            .zip(v1_path)
+    let v1_mount = mounts.iter().find(|m| m.kind == MountKind::V1Memory);
+    let chosen = match (v2, &v2_path) {
+        (Some(mount), Some(path)) => Some((2, mount, path.clone())),
+        _ => v1_mount
+            .zip(v1_path.clone())
             .map(|(mount, path)| (1, mount, path)),
     };
     let Some((version, mount, path)) = chosen else {
-        return Ok(None);
+        let v2_mounted = mounts.iter().any(|m| m.kind == MountKind::V2);
+        return unmounted(
+            &cgroup_file,
+            v1_path.as_deref(),
+            v2_path.as_deref(),
+            v2_mounted,
+        );
     };
     let inside = path
         .strip_prefix(mount.root.as_str())
@@ -99,6 +104,51 @@ pub fn locate(root: &Path, pid: &str) -> Result<Option<Location>, String> {
         path,
         levels,
     }))
+}
+
+/// No memory hierarchy to read (none was chosen): `None` when the process is in no memory
+/// cgroup below the root, a note when `/proc` names one whose hierarchy is not mounted here
+/// (a container without `/sys/fs/cgroup`): its limit may bind, and the numbers shown are
+/// the host's.
+fn unmounted(
+    cgroup_file: &Path,
+    v1_path: Option<&str>,
+    v2_path: Option<&str>,
+    v2_mounted: bool,
+) -> Result<Option<Location>, String> {
+    let (what, path) = match (below_root(v1_path), below_root(v2_path)) {
+        // A v1 memory line: that hierarchy is not mounted (else it would have been chosen).
+        (Some(path), _) => ("memory cgroup", path.to_string()),
+        // Only a v2 line, and no v2 mount at all: a v2 host whose hierarchy is hidden.
+        (None, Some(path)) if v1_path.is_none() && !v2_mounted => ("cgroup", path.to_string()),
+        _ => return Ok(None),
+    };
+    Err(format!(
+        "{} puts this process in {what} {path}, but its hierarchy is not mounted here: its \
+         limit cannot be read",
+        cgroup_file.display()
+    ))
+}
+
+/// Our cgroup in the unified (v2) hierarchy of a hybrid host, if one is mounted: its
+/// directory and its path.
+fn unified_dir(root: &Path) -> Option<(PathBuf, String)> {
+    let read = |file: &str| std::fs::read_to_string(root.join("proc/self").join(file)).ok();
+    let (_, v2_path) = cgroup_paths(&read("cgroup")?);
+    let v2_path = v2_path?;
+    let mounts = memory_mounts(&read("mountinfo")?);
+    let mount = mounts.iter().find(|m| m.kind == MountKind::V2)?;
+    let inside = v2_path
+        .strip_prefix(mount.root.as_str())
+        .unwrap_or(&v2_path)
+        .trim_start_matches('/');
+    let dir = root.join(mount.point.trim_start_matches('/')).join(inside);
+    Some((dir, v2_path))
+}
+
+/// `path` unless it is the root (or empty).
+fn below_root(path: Option<&str>) -> Option<&str> {
+    path.filter(|p| !p.is_empty() && *p != "/")
 }
 
 /// Finds our own cgroup directories under `root`; `None` without a memory cgroup.
@@ -123,11 +173,17 @@ pub fn own_dirs(root: &Path) -> Result<Option<OwnDirs>, String> {
     } else {
         None
     };
+    let bare_v2 = if location.version == 2 {
+        Some((memory_dir.clone(), location.path.clone()))
+    } else {
+        unified_dir(root)
+    };
     Ok(Some(OwnDirs {
         version: location.version,
         memory_dir,
         path: location.path,
         freezer_dir,
+        bare_v2,
     }))
 }
 
@@ -271,6 +327,15 @@ fn try_read(location: &Location, host_total_bytes: u64) -> Result<Option<CgroupM
     let oom_kills = read(at, files.oom.0)?.and_then(|text| stat_value(&text, files.oom.1));
     let peak_bytes = number(at, files.peak)?;
     let limit_path = relative(location, at);
+    // Our own cgroup's pressure (PSI is kept per cgroup on v2). Unknown when the file is
+    // missing or refused (`psi=0` answers EOPNOTSUPP): it never hides the limit.
+    let pressure = match (location.version, location.levels.first()) {
+        (2, Some(own)) => read(own, "memory.pressure")
+            .ok()
+            .flatten()
+            .and_then(|text| super::parse::parse_psi(text.as_bytes())),
+        _ => None,
+    };
     Ok(Some(CgroupMemory {
         version: location.version,
         path: location.path.clone(),
@@ -286,6 +351,8 @@ fn try_read(location: &Location, host_total_bytes: u64) -> Result<Option<CgroupM
         host_total_bytes,
         host_free_percent: 0.0,
         host_swap_used_bytes: 0,
+        pressure,
+        host_pressure: None,
     }))
 }
 

@@ -51,6 +51,46 @@ fn a_recorded_pod_limit_binds_its_container() {
     assert_eq!(memory.oom_kills, Some(0));
     let free = memory.free_percent();
     assert!((free - 60.63).abs() < 0.01, "{free}");
+    // The pressure is the container's own (its memory.pressure: no stall recorded).
+    assert_eq!(
+        memory.pressure,
+        Some(crate::counters::PressureLevel::Normal)
+    );
+}
+
+#[test]
+fn under_a_v2_limit_the_pressure_is_the_cgroups_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixture().join("."))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let ctr = dir
+        .path()
+        .join("sys/fs/cgroup/kubepods.slice/pod1234/ctr-abcd");
+    // Stalled at its limit while the host is calm.
+    fs::write(
+        ctr.join("memory.pressure"),
+        "some avg10=22.50 avg60=8.00 avg300=2.00 total=991\n\
+         full avg10=3.10 avg60=1.00 avg300=0.20 total=120\n",
+    )
+    .unwrap();
+    let location = locate(dir.path(), "self").unwrap().unwrap();
+    let memory = limited(read_memory(&location, HOST));
+    assert_eq!(memory.pressure, Some(crate::counters::PressureLevel::Warn));
+    let host = crate::testdata::system_counters(0, 90.0);
+    let seen = crate::counters::linux::under_limit(host.clone(), memory);
+    assert_eq!(seen.pressure, Some(crate::counters::PressureLevel::Warn));
+    assert_eq!(seen.cgroup.unwrap().host_pressure, host.pressure);
+    // Refused (psi=0 answers EOPNOTSUPP; here a folder in its place): unknown, and the
+    // limit still read.
+    fs::remove_file(ctr.join("memory.pressure")).unwrap();
+    fs::create_dir(ctr.join("memory.pressure")).unwrap();
+    let memory = limited(read_memory(&location, HOST));
+    assert_eq!((memory.pressure, memory.limit_bytes), (None, 256 * MIB));
 }
 
 #[test]
@@ -218,8 +258,26 @@ fn bad_cgroup_files_give_a_note_never_a_number() {
         panic!("an unreadable limit was skipped");
     };
     assert!(note.contains("cannot read"), "{note}");
-    // No memory controller mounted at all: no cgroup, the host's numbers.
+    // In a memory cgroup whose hierarchy is not mounted here (a container without
+    // /sys/fs/cgroup): said, with the cgroup, never taken for "no limit".
     fs::write(dir.path().join("proc/self/mountinfo"), "").unwrap();
+    let note = locate(dir.path(), "self").unwrap_err();
+    assert!(
+        note.contains("memory cgroup /lab") && note.contains("not mounted"),
+        "{note}"
+    );
+    // A v2 host whose hierarchy is hidden, the same.
+    fs::write(
+        dir.path().join("proc/self/cgroup"),
+        "0::/kubepods/pod1/c2\n",
+    )
+    .unwrap();
+    let note = locate(dir.path(), "self").unwrap_err();
+    assert!(note.contains("cgroup /kubepods/pod1/c2"), "{note}");
+    // In no memory cgroup (the root, or no memory controller anywhere): the host, no note.
+    fs::write(dir.path().join("proc/self/cgroup"), "4:memory:/\n0::/\n").unwrap();
+    assert_eq!(locate(dir.path(), "self").unwrap(), None);
+    fs::write(dir.path().join("proc/self/cgroup"), "3:cpu:/x\n").unwrap();
     assert_eq!(locate(dir.path(), "self").unwrap(), None);
     // No /proc/PID/cgroup (an old kernel, a sandbox): said, not guessed.
     fs::remove_file(dir.path().join("proc/self/cgroup")).unwrap();
@@ -258,6 +316,7 @@ fn a_recorded_v2_job_cgroup_read_as_a_jobs_own() {
         memory_dir: fixture().join("sys/fs/cgroup/job"),
         freezer_dir: None,
         path: "/job".into(),
+        memory: true,
     };
     let state = job_state(&job).unwrap();
     assert!(state.pids.is_empty(), "{:?}", state.pids);
@@ -272,4 +331,41 @@ fn a_recorded_v2_job_cgroup_read_as_a_jobs_own() {
         ..job
     };
     assert!(job_state(&gone).is_err());
+}
+
+#[test]
+fn our_dirs_on_a_hybrid_host_and_on_a_v2_host() {
+    // Hybrid: v1 memory for the memory controller, the unified hierarchy for a cgroup
+    // without it (where systemd delegates to a user).
+    let dir = tempfile::tempdir().unwrap();
+    v1_tree(dir.path(), "max\n");
+    fs::write(
+        dir.path().join("proc/self/cgroup"),
+        "4:memory:/lab/job\n0::/user.slice/user-1000.slice/app.scope\n",
+    )
+    .unwrap();
+    let own = own_dirs(dir.path()).unwrap().unwrap();
+    assert_eq!(own.version, 1);
+    assert_eq!(
+        own.memory_dir,
+        dir.path().join("sys/fs/cgroup/memory/lab/job")
+    );
+    assert_eq!(
+        own.bare_v2,
+        Some((
+            dir.path()
+                .join("sys/fs/cgroup/unified/user.slice/user-1000.slice/app.scope"),
+            "/user.slice/user-1000.slice/app.scope".to_string()
+        ))
+    );
+    // The recorded v2 host: its own cgroup serves for both.
+    let own = own_dirs(&fixture()).unwrap().unwrap();
+    assert_eq!(own.version, 2);
+    assert_eq!(
+        own.bare_v2,
+        Some((
+            own.memory_dir.clone(),
+            "/kubepods.slice/pod1234/ctr-abcd".to_string()
+        ))
+    );
 }
