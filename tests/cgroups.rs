@@ -848,3 +848,72 @@ fn a_user_given_a_v2_cgroup_runs_the_job_in_one_of_its_own_frozen_and_stopped_wh
     assert_eq!(json["tracking"]["cgroup"], job_path.as_str(), "{json}");
     let _ = std::fs::remove_dir(&delegated);
 }
+
+#[test]
+fn serve_inside_a_limited_cgroup_reports_the_limit_with_its_scope() {
+    use std::io::{Read, Write};
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let cg = MemCgroup::named("serve-", 256);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bin = headroom_bin();
+    let listen = format!("127.0.0.1:{port}");
+    let wrapped = cg.wrap(&[
+        bin.to_str().unwrap(),
+        "serve",
+        "--listen",
+        &listen,
+        "--interval",
+        "0.2s",
+    ]);
+    let mut serve = Command::new(&wrapped[0])
+        .args(&wrapped[1..])
+        .env("HEADROOM_HOME", test_home())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let scrape = || -> Option<String> {
+        let mut stream = std::net::TcpStream::connect(&listen).ok()?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body).ok()?;
+        body.contains("headroom_memory_total_bytes").then_some(body)
+    };
+    let mut body = None;
+    assert!(
+        support::wait_until(std::time::Duration::from_secs(20), || {
+            body = scrape();
+            body.is_some()
+        }),
+        "serve never answered"
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let body = body.unwrap();
+    let scope = format!(
+        "headroom_memory_scope_info{{scope=\"cgroup\",cgroup=\"{}\",limit_file=\"memory.",
+        cg.cgroup_path()
+    );
+    assert!(body.contains(&scope), "{scope}\n{body}");
+    let total = body
+        .lines()
+        .find_map(|l| l.strip_prefix("headroom_memory_total_bytes "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert_eq!(total, Some((256 * MIB) as f64), "{body}");
+    let host = body
+        .lines()
+        .find_map(|l| l.strip_prefix("headroom_host_memory_total_bytes "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(
+        host > (1u64 << 30) as f64,
+        "the host's memory beside it: {body}"
+    );
+}

@@ -143,7 +143,7 @@ pub fn need_of(verdict: &Verdict, taken: Taken) -> (u64, bool) {
                 free_start_percent,
             },
             Some(lowest),
-        ) => ((free_start_percent - lowest).max(0.0) / 100.0 * total_bytes as f64) as u64,
+        ) => crate::units::percent_of_bytes(free_start_percent - lowest, total_bytes),
         _ => footprint,
     };
     let measured = taken.saturating_add(verdict.swap_growth_bytes);

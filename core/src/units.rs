@@ -18,6 +18,11 @@ const UNITS: [(&str, u64); 5] = [
     ("T", 1 << 40),
 ];
 
+/// `percent` % of `total_bytes` (a negative percentage is none of it).
+pub fn percent_of_bytes(percent: f64, total_bytes: u64) -> u64 {
+    (percent.max(0.0) / 100.0 * total_bytes as f64) as u64
+}
+
 /// Parses `8G`, `100M`, `512MiB`, `1.5GB`, `4096` (bytes) into bytes.
 pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
     let t = text.trim();

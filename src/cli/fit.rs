@@ -7,7 +7,7 @@ use clap::Args;
 use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::defaults as d;
 use headroom_core::fit::{answer, job_key, Prediction};
-use headroom_core::units::format_bytes;
+use headroom_core::units::{format_bytes, percent_of_bytes};
 use serde::Serialize;
 
 use super::exit;
@@ -59,7 +59,7 @@ fn parse_free(text: &str, total: u64) -> Result<u64, String> {
     let t = text.trim();
     if let Some(percent) = t.strip_suffix('%') {
         let p = super::values::parse_percent(percent).map_err(|e| format!("--free: {e}"))?;
-        return Ok((p / 100.0 * total as f64) as u64);
+        return Ok(percent_of_bytes(p, total));
     }
     super::values::parse_size(t).map_err(|e| format!("--free: {e}"))
 }
@@ -70,7 +70,7 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     let system = counters.read_system()?;
     let free = match &args.free {
         Some(text) => parse_free(text, system.total_bytes).map_err(exit::Invalid)?,
-        None => (system.free_percent / 100.0 * system.total_bytes as f64) as u64,
+        None => percent_of_bytes(system.free_percent, system.total_bytes),
     };
     let key = job_key(&args.command, args.history.key.as_deref());
     let store = open_store().map_err(exit::Invalid)?;
@@ -82,7 +82,7 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         ));
         return Ok(exit::status(exit::NO_HISTORY));
     };
-    let floor = (d::KILL_FREE_PERCENT / 100.0 * system.total_bytes as f64) as u64;
+    let floor = percent_of_bytes(d::KILL_FREE_PERCENT, system.total_bytes);
     let result = answer(&p, free, floor);
     let make_room = match result {
         Ok(_) => Vec::new(),

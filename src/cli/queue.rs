@@ -11,7 +11,7 @@ use headroom_core::policy::{Limits, WaitReason};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::queue::line::{places, Line};
 use headroom_core::queue::Place;
-use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
+use headroom_core::units::{format_bytes, format_duration, percent_of_bytes, printable, unix_ms};
 use serde::Serialize;
 
 use super::exit;
@@ -85,7 +85,7 @@ pub fn admitter<'a>(
     let kill_free_percent = limits.kill_free_percent;
     let mut warned = false;
     move |system: &SystemCounters| {
-        let of_total = |percent: f64| (percent.max(0.0) / 100.0 * system.total_bytes as f64) as u64;
+        let of_total = |percent| percent_of_bytes(percent, system.total_bytes);
         let free_bytes = of_total(system.free_percent);
         let floor_bytes = of_total(kill_free_percent);
         match line.admit(free_bytes, floor_bytes, counters) {

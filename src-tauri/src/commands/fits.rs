@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use headroom_core::fit::{answer, key_of_command_line, Prediction};
 use headroom_core::store::Store;
-use headroom_core::units::{format_bytes, unix_ms};
+use headroom_core::units::{format_bytes, percent_of_bytes, unix_ms};
 use serde::Serialize;
 use tauri::State;
 
@@ -54,7 +54,7 @@ pub struct UiFitOf {
 fn room_now(state: &AppState) -> Option<(u64, u64)> {
     let status = lock(&state.monitor).status(Duration::from_secs(60))?;
     let floor_percent = lock(&state.settings).default_kill_free_percent;
-    let of_total = |percent: f64| (percent.max(0.0) / 100.0 * status.total_bytes as f64) as u64;
+    let of_total = |percent| percent_of_bytes(percent, status.total_bytes);
     Some((of_total(status.free_percent), of_total(floor_percent)))
 }
 

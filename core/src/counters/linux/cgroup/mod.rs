@@ -213,6 +213,14 @@ pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
             .is_some_and(|state| state.trim() == "FROZEN"),
         _ => false,
     };
+    if !job.memory {
+        // Membership and the freezer only: its memory is its members'.
+        return Ok(JobCgroupState {
+            pids,
+            frozen,
+            ..JobCgroupState::default()
+        });
+    }
     let files = if job.version == 2 { &V2 } else { &V1 };
     let peak_bytes = number(&job.memory_dir, files.peak).map_err(io)?;
     let oom_kills = read(&job.memory_dir, files.oom.0)
@@ -223,13 +231,13 @@ pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
         .map_err(io)?
         .and_then(|stat| stat_value(&stat, files.inactive_file))
         .unwrap_or(0);
-    let swap_bytes = match usage {
-        Some(usage) => {
-            swap(job.version, &job.memory_dir, usage, u64::MAX)
-                .map_err(io)?
-                .0
-        }
-        None => None,
+    // Read at every check: its swap alone, not its limit.
+    let swap_bytes = match (usage, job.version) {
+        (Some(_), 2) => number(&job.memory_dir, "memory.swap.current").map_err(io)?,
+        (Some(usage), _) => number(&job.memory_dir, "memory.memsw.usage_in_bytes")
+            .map_err(io)?
+            .map(|both| both.saturating_sub(usage)),
+        (None, _) => None,
     };
     Ok(JobCgroupState {
         pids,
