@@ -1,10 +1,10 @@
-//! Finished jobs and the watches and guards to take up again after a restart: the `jobs` and
-//! `active_jobs` tables of the [`Store`].
+//! Finished jobs read back (recorded by `runs`) and the watches and guards to take up again
+//! after a restart: the `jobs` and `active_jobs` tables of the [`Store`].
 
 use rusqlite::{params, Row};
 use serde::{Deserialize, Serialize};
 
-use super::{RunContext, Store, StoreError, ACTIVE_JOB_COLUMNS, JOB_COLUMNS};
+use super::{Store, StoreError, ACTIVE_JOB_COLUMNS, JOB_COLUMNS};
 use crate::counters::{CounterSource, Counters};
 use crate::policy::OnBudget;
 use crate::process::ProcessIdentity;
@@ -21,16 +21,6 @@ pub struct JobRecord {
 }
 
 impl Store {
-    /// Records a finished job (its key from its command line, nothing else known of the run);
-    /// returns its id.
-    pub fn record_job(&mut self, job: &FinishedJob) -> Result<i64, StoreError> {
-        let context = RunContext {
-            key: crate::fit::key_of_command_line(&job.command),
-            ..RunContext::default()
-        };
-        self.record_run(job, &context)
-    }
-
     /// The `limit` jobs that ended last, newest first. Rows that cannot be read back (an
     /// unknown mode or verdict) are skipped with a warning.
     pub fn recent_jobs(&self, limit: usize) -> Result<Vec<JobRecord>, StoreError> {

@@ -308,7 +308,16 @@ fn finished_jobs_newest_first() {
         job(11, BASE_MS + 2, false),
         job(12, BASE_MS + 1, true),
     ];
-    let ids: Vec<i64> = jobs.iter().map(|j| store.record_job(j).unwrap()).collect();
+    let ids: Vec<i64> = jobs
+        .iter()
+        .map(|j| {
+            let context = RunContext {
+                key: crate::fit::key_of_command_line(&j.command),
+                ..RunContext::default()
+            };
+            store.record_run(j, &context).unwrap()
+        })
+        .collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     let recent = store.recent_jobs(2).unwrap();
     assert_eq!(recent.len(), 2);
