@@ -587,35 +587,20 @@ fn a_cgroup_that_cannot_be_read_gives_a_note_and_the_hosts_numbers() {
         return;
     };
     let cg = MemCgroup::named("denied-", 256);
-    // A copy of the binary `nobody` may run, and a home it may write.
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("headroom");
-    std::fs::copy(headroom_bin(), &bin).unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir(&home).unwrap();
+    let nobody = Nobody::new();
     use std::os::unix::fs::PermissionsExt;
-    for (path, mode) in [
-        (dir.path(), 0o755),
-        (home.as_path(), 0o777),
-        (bin.as_path(), 0o755),
-    ] {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-    }
     let cg_dir = cg.procs_file().parent().unwrap().to_path_buf();
     std::fs::set_permissions(&cg_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Inside the cgroup, then `nobody`.
     let as_nobody = |args: &[&str]| {
-        let mut argv = vec![
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            bin.to_str().unwrap(),
-        ];
-        argv.extend_from_slice(args);
+        let cmd = nobody.command(args);
+        let mut argv = vec![cmd.get_program().to_owned()];
+        argv.extend(cmd.get_args().map(ToOwned::to_owned));
+        let argv: Vec<&str> = argv.iter().map(|a| a.to_str().unwrap()).collect();
         let wrapped = cg.wrap(&argv);
         Command::new(&wrapped[0])
             .args(&wrapped[1..])
-            .env("HEADROOM_HOME", &home)
+            .env("HEADROOM_HOME", &nobody.home)
             .output()
             .unwrap()
     };
@@ -645,7 +630,7 @@ fn a_cgroup_that_cannot_be_read_gives_a_note_and_the_hosts_numbers() {
         json["system"]
     );
     // A guard says so once before its run, and its trace's start record keeps it.
-    let trace = home.join("t.jsonl");
+    let trace = nobody.home.join("t.jsonl");
     let out = as_nobody(&[
         "guard",
         "--wait-free",
@@ -677,6 +662,48 @@ fn a_cgroup_that_cannot_be_read_gives_a_note_and_the_hosts_numbers() {
     std::fs::set_permissions(&cg_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// What `nobody` needs to run the headroom under test: a copy of the binary it may run (the
+/// build's is under root's home) and a home it may write.
+struct Nobody {
+    _dir: tempfile::TempDir,
+    bin: std::path::PathBuf,
+    home: std::path::PathBuf,
+}
+
+impl Nobody {
+    fn new() -> Nobody {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("headroom");
+        std::fs::copy(headroom_bin(), &bin).unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        for (path, mode) in [
+            (dir.path(), 0o755),
+            (home.as_path(), 0o777),
+            (bin.as_path(), 0o755),
+        ] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        Nobody {
+            _dir: dir,
+            bin,
+            home,
+        }
+    }
+
+    /// `headroom ARGS` as `nobody`, with its home and the job cgroup allowed.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&self.bin)
+            .args(args)
+            .env("HEADROOM_HOME", &self.home)
+            .env_remove("HEADROOM_JOB_CGROUP");
+        cmd
+    }
+}
+
 /// The unified (cgroup v2) hierarchy of this host, if one is mounted.
 fn unified_mount() -> Option<std::path::PathBuf> {
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
@@ -693,7 +720,6 @@ fn a_user_given_a_v2_cgroup_runs_the_job_in_one_of_its_own_frozen_and_stopped_wh
     // guard makes the job a v2 cgroup without the memory controller: every process the job
     // forks is in it, the v2 freezer pauses it (an outside SIGCONT does not undo it), a stop
     // ends it whole, and nothing is left behind.
-    use std::os::unix::fs::PermissionsExt;
     use support::guard::{sleep_tag, WAIT};
     use support::{live_with_tag, wait_until};
     let Some(_lock) = real_swap_lock() else {
@@ -715,27 +741,9 @@ fn a_user_given_a_v2_cgroup_runs_the_job_in_one_of_its_own_frozen_and_stopped_wh
     ] {
         std::os::unix::fs::chown(delegated.join(file), Some(NOBODY), Some(NOBODY)).unwrap();
     }
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("headroom");
-    std::fs::copy(headroom_bin(), &bin).unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir(&home).unwrap();
-    for (path, mode) in [
-        (dir.path(), 0o755),
-        (home.as_path(), 0o777),
-        (bin.as_path(), 0o755),
-    ] {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-    }
-    let nobody = |args: &[&str]| {
-        let mut cmd = Command::new("setpriv");
-        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
-            .args(args)
-            .env("HEADROOM_HOME", &home)
-            .env_remove("HEADROOM_JOB_CGROUP");
-        cmd
-    };
+    let kit = Nobody::new();
+    let home = kit.home.clone();
+    let nobody = |args: &[&str]| kit.command(args);
     let tag = sleep_tag(40);
     let script = format!("setsid sleep {tag} & (sleep {tag} &) ; exec sleep {tag}");
     let guard_argv = nobody(&[

@@ -93,18 +93,27 @@ def test_the_answer_follows_free_memory(driver):
         cli("history", "forget", key)
 
 
+def open_guard_form(driver, query, pid):
+    """Searches the process list for `query` and opens the Guard form of `pid`'s row; returns
+    the search box."""
+    search = driver.find_element(By.ID, "search")
+    search.clear()
+    search.send_keys(query)
+    row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{pid}']"),
+                   what="the process's row")
+    # Toasts sit at the bottom of the window: the row is clicked in the middle of it.
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+    row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+    return search
+
+
 def test_the_guard_form_shows_the_prediction_of_the_process_picked(driver):
     seconds = str(3000 + os.getpid() % 1000)
     key = f"sleep {seconds}"  # the key of the process's command line
     seed(key, 1 * GIB)
     proc = subprocess.Popen(["sleep", seconds])
     try:
-        search = driver.find_element(By.ID, "search")
-        search.clear()
-        search.send_keys(seconds)
-        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{proc.pid}']"),
-                       what="the process's row")
-        row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+        search = open_guard_form(driver, seconds, proc.pid)
         line = wait_for(lambda: driver.find_element(By.ID, "guard-fit").get_attribute("data-fits")
                         and driver.find_element(By.ID, "guard-fit"), what="the prediction in the form")
         text = line.get_attribute("textContent")
@@ -131,12 +140,7 @@ def test_a_key_typed_in_the_guard_form_is_its_history(driver):
     seed(key, 2 * GIB)
     proc = subprocess.Popen(["sleep", seconds])
     try:
-        search = driver.find_element(By.ID, "search")
-        search.clear()
-        search.send_keys(seconds)
-        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{proc.pid}']"),
-                       what="the process's row")
-        row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+        open_guard_form(driver, seconds, proc.pid)
         line = wait_for(lambda: driver.find_element(By.ID, "guard-fit").get_attribute("data-key")
                         and driver.find_element(By.ID, "guard-fit"), what="the form's first answer")
         assert "No past run of sleep " in line.get_attribute("textContent"), line.get_attribute("textContent")
@@ -168,3 +172,6 @@ def test_a_key_typed_in_the_guard_form_is_its_history(driver):
             proc.wait(5)
         driver.find_element(By.ID, "search").clear()
         cli("history", "forget", key)
+        # The page as the next test expects it: the toasts of this guard gone.
+        wait_for(lambda: not driver.find_elements(By.CSS_SELECTOR, "#toasts .toast"), timeout=15,
+                 what="the toasts to go")
