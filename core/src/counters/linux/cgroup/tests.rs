@@ -369,3 +369,44 @@ fn our_dirs_on_a_hybrid_host_and_on_a_v2_host() {
         ))
     );
 }
+
+#[test]
+fn the_counters_read_a_whole_recorded_v2_host_from_its_root() {
+    // `Counters::with_root` over the recorded host (its /proc and /sys/fs/cgroup), as the
+    // /proc readers take theirs: `read_system` answers with the pod's limit, the host beside.
+    use crate::counters::CounterSource;
+    let dir = tempfile::tempdir().unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixture().join("."))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    // The recording kept meminfo; vmstat and PSI come from the recorded modern /proc.
+    let modern = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc-modern");
+    fs::copy(modern.join("vmstat"), dir.path().join("proc/vmstat")).unwrap();
+    fs::create_dir_all(dir.path().join("proc/pressure")).unwrap();
+    fs::copy(
+        modern.join("pressure/memory"),
+        dir.path().join("proc/pressure/memory"),
+    )
+    .unwrap();
+    let system = crate::counters::linux::Counters::with_root(dir.path())
+        .read_system()
+        .unwrap();
+    assert_eq!(system.total_bytes, 256 * MIB);
+    assert!(
+        (system.free_percent - 60.63).abs() < 0.01,
+        "{}",
+        system.free_percent
+    );
+    let cgroup = system.cgroup.unwrap();
+    assert_eq!(cgroup.limit_path, "/kubepods.slice/pod1234");
+    assert_eq!(cgroup.host_total_bytes, 983_744 * 1024);
+    assert_eq!(
+        system.pressure,
+        Some(crate::counters::PressureLevel::Normal)
+    );
+    assert_eq!(system.cgroup_note, None);
+}
