@@ -9,7 +9,7 @@ import tempfile
 from selenium.webdriver.common.by import By
 
 from conftest import ARTIFACTS, TARGET
-from test_popover import shot, wait_for
+from test_popover import open_guard_form, shot, wait_for
 
 GIB = 1 << 30
 CLI = os.path.join(TARGET, "debug/headroom")
@@ -91,20 +91,6 @@ def test_the_answer_follows_free_memory(driver):
         if hog and hog.poll() is None:
             hog.kill()
         cli("history", "forget", key)
-
-
-def open_guard_form(driver, query, pid):
-    """Searches the process list for `query` and opens the Guard form of `pid`'s row; returns
-    the search box."""
-    search = driver.find_element(By.ID, "search")
-    search.clear()
-    search.send_keys(query)
-    row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{pid}']"),
-                   what="the process's row")
-    # Toasts sit at the bottom of the window: the row is clicked in the middle of it.
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
-    row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
-    return search
 
 
 def test_the_guard_form_shows_the_prediction_of_the_process_picked(driver):

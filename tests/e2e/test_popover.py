@@ -47,20 +47,27 @@ def test_header_and_chart_show_real_numbers(driver):
     shot(driver, "popover-start.png")
 
 
+def open_guard_form(driver, query, pid):
+    """Searches the process list for `query` and opens the Guard form of `pid`'s row; returns
+    the search box."""
+    search = driver.find_element(By.ID, "search")
+    search.clear()
+    search.send_keys(query)
+    row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{pid}']"),
+                   what="the process's row")
+    # Toasts sit at the bottom of the window: the row is clicked in the middle of it.
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
+    row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+    return search
+
+
 def test_guard_a_hog_from_the_list(driver, rig, notifications):
     tag = f"e2e-hog-{os.getpid()}"
     hog = os.path.join(TARGET, "debug/examples/hog")
     proc = subprocess.Popen(rig.wrap([hog, "400M", "--delay", "4000", "--tag", tag]),
                             stderr=subprocess.DEVNULL)
     try:
-        search = driver.find_element(By.ID, "search")
-        search.clear()
-        search.send_keys(tag)
-        row = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, f".proc[data-pid='{proc.pid}']"),
-                       what="the hog's row")
-        # Toasts sit at the bottom of the window: the row is clicked in the middle of it.
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", row)
-        row.find_element(By.CSS_SELECTOR, "[data-action='guard']").click()
+        open_guard_form(driver, tag, proc.pid)
         budget = wait_for(lambda: driver.find_element(By.ID, "guard-budget"), what="guard form")
         budget.clear()
         budget.send_keys("100M")

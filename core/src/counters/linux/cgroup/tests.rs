@@ -13,6 +13,19 @@ use super::*;
 const MIB: u64 = 1 << 20;
 const HOST: u64 = 1024 * MIB; // the recording VM's memory
 
+/// A copy of the recorded v2 host, to change.
+fn fixture_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixture().join("."))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    dir
+}
+
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cgroup-v2")
 }
@@ -60,14 +73,7 @@ fn a_recorded_pod_limit_binds_its_container() {
 
 #[test]
 fn under_a_v2_limit_the_pressure_is_the_cgroups_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixture().join("."))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    let dir = fixture_copy();
     let ctr = dir
         .path()
         .join("sys/fs/cgroup/kubepods.slice/pod1234/ctr-abcd");
@@ -375,14 +381,7 @@ fn the_counters_read_a_whole_recorded_v2_host_from_its_root() {
     // `Counters::with_root` over the recorded host (its /proc and /sys/fs/cgroup), as the
     // /proc readers take theirs: `read_system` answers with the pod's limit, the host beside.
     use crate::counters::CounterSource;
-    let dir = tempfile::tempdir().unwrap();
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixture().join("."))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    let dir = fixture_copy();
     // The recording kept meminfo; vmstat and PSI come from the recorded modern /proc.
     let modern = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc-modern");
     fs::copy(modern.join("vmstat"), dir.path().join("proc/vmstat")).unwrap();
