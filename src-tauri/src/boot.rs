@@ -46,6 +46,10 @@ impl AppState {
             tracing::warn!(error = %e, "no boot id: guards will not be taken up after a restart");
             String::new()
         });
+        let job_files = headroom_core::process::ProcessIdentity::of(&counters, std::process::id())
+            .map_err(|e| tracing::warn!(error = %e, "the app's jobs are not published"))
+            .ok()
+            .and_then(|me| crate::jobfiles::start(dirs.jobs_dir(), me));
         Ok(AppState {
             safety: Safety::new(&counters),
             counters,
@@ -59,6 +63,7 @@ impl AppState {
             store: Mutex::new(store),
             boot_id,
             marks: Mutex::new(marks),
+            job_files,
             metrics: Mutex::default(),
             panics: AtomicU64::new(0),
             quitting: AtomicBool::new(false),

@@ -1,8 +1,9 @@
 //! Acting on the app's jobs: the app's [`Effects`] (signals under the safety rules, a
-//! notification, the saved state), carried out with core's one `carry_out`, and the requests
-//! that lead to them: the popover's buttons, a notification's buttons, `headroom
-//! resume|pause|stop PID` (through the app's mark socket). The engine decides whether a
-//! request makes sense; this carries out.
+//! notification, the saved state, an ask to a terminal guard to make room), carried out with
+//! core's one `carry_out`, and the requests that lead to them: the popover's buttons, a
+//! notification's buttons, `headroom resume|pause|stop PID` and a terminal guard's `yield`
+//! (through the app's mark socket). The engine decides whether a request makes sense; this
+//! carries out.
 //!
 //! Signals are sent while the engine is locked (they are quick and their reports go straight
 //! back to it); notifications and the store are done after it is unlocked, so a slow D-Bus
@@ -14,6 +15,7 @@ use headroom_core::effects::{JobSignal, SignalReport};
 use headroom_core::enforce::signal_each;
 use headroom_core::engine::{self, Action, Effects, Moment};
 use headroom_core::marks::{not_here, Answer, Control};
+use headroom_core::policy::order::Peer;
 use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
 use headroom_core::unix::signals::Kernel;
@@ -50,6 +52,20 @@ impl Effects for AppEffects<'_> {
 
     fn notify(&mut self, job: u64, command: &str, event: &JobEvent) {
         self.events.push((job, command.to_string(), event.clone()));
+    }
+
+    /// Asks a terminal guard to pause its younger job in this one's place (its socket; the
+    /// answer comes within `marks::ANSWER_WAIT`, while the engine stays locked as the
+    /// guard's own loop waits for it).
+    fn make_room(&mut self, job: u64, peer: &Peer) -> Result<(), String> {
+        let asked = headroom_core::drive::ask(&self.state.dirs.run_dir(), peer);
+        tracing::info!(
+            job,
+            peer = peer.pid,
+            ?asked,
+            "asked another guard to make room"
+        );
+        asked
     }
 }
 
@@ -104,28 +120,44 @@ pub fn carry_out<R: Runtime>(app: &AppHandle<R>, actions: Vec<Action>) {
 
 /// Carries out `control` on job `job_id`; the error says why nothing happened.
 pub fn act<R: Runtime>(app: &AppHandle<R>, job_id: u64, control: Control) -> Result<(), String> {
+    act_for(app, job_id, control, None)
+}
+
+/// [`act`], asked by process `asker` (`yield`: the guard whose older job needs the room).
+fn act_for<R: Runtime>(
+    app: &AppHandle<R>,
+    job_id: u64,
+    control: Control,
+    asker: Option<u32>,
+) -> Result<(), String> {
     let state = app
         .try_state::<AppState>()
         .ok_or_else(|| "Headroom is shutting down".to_string())?;
-    let actions = lock(&state.monitor)
-        .jobs
-        .request(job_id, control, now(&state))
-        .map_err(|e| e.to_string())?;
-    tracing::info!(job_id, control = control.as_str(), "job control");
+    let actions = {
+        let mut monitor = lock(&state.monitor);
+        match control {
+            Control::Yield => monitor.jobs.make_room(job_id, asker, now(&state)),
+            _ => monitor.jobs.request(job_id, control, now(&state)),
+        }
+    }
+    .map_err(|e| e.to_string())?;
+    tracing::info!(job_id, control = control.as_str(), ?asker, "job control");
     carry_out(app, actions);
     crate::persist::job_started(&state, job_id);
+    crate::jobfiles::publish(&state);
     Ok(())
 }
 
-/// `control` for the job whose process is `pid` (a request on the mark socket).
-pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32) -> Answer {
+/// `control` for the job whose process is `pid`, asked by process `asker` (a request on the
+/// app's socket: `headroom pause|resume|stop PID`, or a terminal guard's `yield`).
+pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32, asker: u32) -> Answer {
     let Some(state) = app.try_state::<AppState>() else {
         return Answer::Refused("Headroom is shutting down".into());
     };
     let job = lock(&state.monitor).jobs.job_with_root(pid);
     match job {
         None => Answer::Refused(not_here(pid)),
-        Some(job) => match act(app, job, control) {
+        Some(job) => match act_for(app, job, control, (asker != 0).then_some(asker)) {
             Ok(()) => Answer::Done,
             Err(why) => Answer::Refused(why),
         },
@@ -156,6 +188,7 @@ pub fn release(state: &AppState, job_id: u64) -> Result<(), String> {
     })?;
     state.sampler.untrack(identity);
     crate::persist::job_removed(state, identity);
+    crate::jobfiles::publish(state);
     Ok(())
 }
 

@@ -9,6 +9,7 @@ mod boot;
 mod cli_install;
 mod commands;
 mod error;
+mod jobfiles;
 mod jobs;
 mod marks;
 mod metrics;

@@ -22,7 +22,7 @@ pub fn serve<R: Runtime>(app: AppHandle<R>) {
         Request::Mark(stage) => {
             mark(&handle, pid, &stage).map_or_else(Answer::Refused, |()| Answer::Done)
         }
-        Request::Control { control, pid } => crate::jobs::control(&handle, control, pid),
+        Request::Control { control, pid: job } => crate::jobs::control(&handle, control, job, pid),
     });
     if let Err(e) = served {
         tracing::warn!(error = %e, "stage marks are off");

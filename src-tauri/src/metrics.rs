@@ -84,7 +84,7 @@ pub fn on_sample(state: &AppState, sample: &Sample) {
     metrics.update(sample.system.as_ref(), Instant::now(), jobs(state, files));
 }
 
-/// The app's jobs and those of terminal guards (`files`).
+/// The app's jobs and those of terminal guards (`files`; the app's own files are its jobs).
 fn jobs(state: &AppState, files: &[JobFile]) -> Vec<JobMetric> {
     let mut jobs: Vec<JobMetric> = lock(&state.monitor)
         .jobs
@@ -92,6 +92,11 @@ fn jobs(state: &AppState, files: &[JobFile]) -> Vec<JobMetric> {
         .iter()
         .map(JobMetric::from_view)
         .collect();
-    jobs.extend(files.iter().map(JobMetric::from_file));
+    jobs.extend(
+        files
+            .iter()
+            .filter(|f| !f.guarded_by(std::process::id()))
+            .map(JobMetric::from_file),
+    );
     jobs
 }

@@ -40,6 +40,9 @@ pub struct AppState {
     pub boot_id: String,
     /// The stage-mark socket of jobs picked in the popover (`crate::marks`), if bound.
     pub marks: Mutex<Option<headroom_core::marks::MarkServer>>,
+    /// The thread that publishes the app's jobs in job files (`crate::jobfiles`), if it
+    /// started.
+    pub job_files: Option<Publishing>,
     /// The metrics endpoint, when the setting is on.
     pub metrics: Mutex<MetricsEndpoint>,
     /// Panics caught in the job loop (logged; the loop goes on).
@@ -77,6 +80,13 @@ impl MetricsEndpoint {
             .as_ref()
             .map(headroom_serve::Running::local_addr)
     }
+}
+
+/// The thread that writes the app's job files (`crate::jobfiles`), fed the engine's views.
+#[derive(Debug)]
+pub struct Publishing {
+    /// Each batch: every job of the engine, as it is now.
+    pub to_thread: std::sync::mpsc::Sender<Vec<headroom_core::engine::JobView>>,
 }
 
 /// Locks a mutex, recovering from poisoning (a panicked holder must not take the app down).

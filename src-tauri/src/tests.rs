@@ -927,3 +927,62 @@ fn a_finished_job_is_in_the_recent_verdicts_also_after_a_restart() {
         "{job}"
     );
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_apps_jobs_are_published_and_a_terminal_guard_may_ask_one_to_make_room() {
+    use headroom_core::jobfile::JobFile;
+    use headroom_core::marks::{send_control, socket_path, Control, Sent};
+    let app = app();
+    crate::ticker::start(app.window.app_handle().clone());
+    crate::marks::serve(app.window.app_handle().clone());
+    let state = app.window.state::<AppState>();
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let job = call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "8G", "killFree": "1", "onBudget": "pause"}),
+    )
+    .unwrap();
+    // Its job file names the app as its guard: a terminal guard sees a pausable peer.
+    let file = || {
+        JobFile::list(&state.jobs_dir(), &state.counters)
+            .into_iter()
+            .find(|f| f.pid == pid)
+    };
+    assert!(
+        eventually(|| file().is_some_and(|f| f.as_peer().is_some_and(|p| p.pausable))),
+        "no pausable job file: {:?}",
+        file()
+    );
+    assert!(file().unwrap().guarded_by(std::process::id()));
+    // The app lists it once: its own file is not a terminal guard's job.
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
+    // A terminal guard's `yield` through the app's socket pauses it, and the file says so.
+    let socket = socket_path(&state.dirs.run_dir(), std::process::id());
+    let asked = send_control(&socket, Control::Yield, pid).unwrap();
+    assert_eq!(asked, Sent::Done);
+    assert!(eventually(|| proc_state(pid) == Some('T')), "not paused");
+    assert!(
+        eventually(|| file().is_some_and(|f| f.state_word() == "paused" && f.pauses == 1)),
+        "{:?}",
+        file()
+    );
+    // Asked again while paused: done, nothing more.
+    assert_eq!(
+        send_control(&socket, Control::Yield, pid).unwrap(),
+        Sent::Done
+    );
+    call(&app, "resume_job", json!({ "id": job["id"] })).unwrap();
+    assert!(eventually(|| proc_state(pid) != Some('T')), "not resumed");
+    // Let go: its file goes (its process runs on, unguarded by anyone).
+    call(&app, "release", json!({ "id": job["id"] })).unwrap();
+    assert!(eventually(|| file().is_none()), "{:?}", file());
+    let _ = child.kill();
+    let _ = child.wait();
+}

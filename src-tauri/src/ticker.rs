@@ -1,6 +1,7 @@
-//! The app's loop over samples: feeds the monitor (history and the job engine), carries out
-//! the engine's actions (notify, stop), keeps the tray title current and, only while the
-//! popover is shown, sends the page a `tick` event.
+//! The app's loop over samples: gives the engine the other guards' jobs (the pause order),
+//! feeds the monitor (history and the job engine), carries out the engine's actions
+//! (notify, stop), publishes the app's jobs, keeps the tray title current and, only while
+//! the popover is shown, sends the page a `tick` event.
 //!
 //! A panic while handling a sample is caught and logged, and the loop goes on with the next
 //! sample: the jobs live in the shared state, so every guard stays enforced.
@@ -31,6 +32,8 @@ struct Tick {
     growing: bool,
     saved_ms: i64,
     last_save: Instant,
+    /// Other guards' jobs, for the pause order of the app's.
+    peers: crate::jobfiles::Peers,
 }
 
 fn run<R: Runtime>(app: &AppHandle<R>) {
@@ -43,6 +46,7 @@ fn run<R: Runtime>(app: &AppHandle<R>) {
         growing: false,
         saved_ms: i64::MIN,
         last_save: Instant::now(),
+        peers: crate::jobfiles::Peers::new(state.jobs_dir(), state.counters.clone()),
     };
     while let Ok(sample) = samples.recv() {
         if state.quitting.load(std::sync::atomic::Ordering::SeqCst) {
@@ -71,6 +75,7 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, 
     {
         panic!("injected by a test");
     }
+    tick.peers.update(state);
     let (actions, title, growing, status) = {
         let mut monitor = lock(&state.monitor);
         let actions = monitor.on_sample(sample);
@@ -96,6 +101,7 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: &Sample, 
         }
     }
     crate::jobs::carry_out(app, actions);
+    crate::jobfiles::publish(state);
     retune(state);
     if tick.last_save.elapsed() >= crate::persist::SAVE_EVERY {
         tick.last_save = Instant::now();

@@ -42,7 +42,7 @@ mod wait;
 
 pub use driver::{drive, run, REPLY_WAIT};
 pub use outputs::{Outputs, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
-pub use peers::{PeerSource, PEERS_EVERY};
+pub use peers::{ask, PeerBoard, PeerSource, PEERS_EVERY};
 pub use replay::{replay, Replay};
 pub use spawned::Tracking;
 pub use wait::{wait_for_room, Admit, Waited};

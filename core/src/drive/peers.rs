@@ -21,20 +21,29 @@ pub trait PeerSource {
     fn peers(&mut self) -> Vec<Peer>;
 }
 
-/// A [`PeerSource`] read on a schedule: at most every [`PEERS_EVERY`].
-pub(super) struct PeerBoard {
+/// A [`PeerSource`] read on a schedule: at most every [`PEERS_EVERY`] (a guard's driver,
+/// and the app's ticker for its jobs).
+pub struct PeerBoard {
     source: Box<dyn PeerSource>,
     last: Option<Instant>,
 }
 
+impl std::fmt::Debug for PeerBoard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerBoard")
+            .field("last", &self.last)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PeerBoard {
     /// The board over `source`.
-    pub(super) fn new(source: Box<dyn PeerSource>) -> Self {
+    pub fn new(source: Box<dyn PeerSource>) -> Self {
         PeerBoard { source, last: None }
     }
 
     /// The peers, when a new read is due; `None` between reads.
-    pub(super) fn read(&mut self) -> Option<Vec<Peer>> {
+    pub fn read(&mut self) -> Option<Vec<Peer>> {
         let now = Instant::now();
         if self
             .last
@@ -47,9 +56,10 @@ impl PeerBoard {
     }
 }
 
-/// Asks `peer`'s guard, whose socket is in `run_dir`, to pause it (`yield`); `Ok` once it is
-/// paused (or was already).
-pub(super) fn ask(run_dir: &Path, peer: &Peer) -> Result<(), String> {
+/// Asks `peer`'s guard (a terminal guard or the app), whose socket is in `run_dir`, to
+/// pause it (`yield`); `Ok` once it is paused (or was already). Waits for the answer at most
+/// [`crate::marks::ANSWER_WAIT`].
+pub fn ask(run_dir: &Path, peer: &Peer) -> Result<(), String> {
     let PeerAt::Guard { guard_pid } = peer.at else {
         return Err("not another guard's job".into());
     };

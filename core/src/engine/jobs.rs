@@ -504,6 +504,12 @@ impl Engine {
         self.jobs.iter().rev().map(view).collect()
     }
 
+    /// True while any of its jobs takes part in the pause order (a live guard that pauses
+    /// at its budget): only then are other guards' jobs worth listing ([`Engine::set_peers`]).
+    pub fn in_pause_order(&self) -> bool {
+        self.jobs.iter().any(|j| j.as_peer().is_some())
+    }
+
     /// True while any running job's swap is growing (for the tray's colored icon).
     pub fn any_growing(&self) -> bool {
         self.jobs.iter().any(|j| {

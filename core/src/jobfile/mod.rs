@@ -1,7 +1,7 @@
-//! Job files: how `headroom guard` in a terminal shows its job to the menu-bar app, to
-//! `headroom status` and `serve`, and how a job outlives its guard.
+//! Job files: how `headroom guard` in a terminal and the menu-bar app show their jobs to
+//! each other, to `headroom status` and `serve`, and how a job outlives its guard.
 //!
-//! The guard writes one JSON file per job, `<dir>/<pid>-<start_time>.json` in
+//! The guard (the app: for each of its jobs) writes one JSON file per job, `<dir>/<pid>-<start_time>.json` in
 //! [`crate::paths::Dirs::jobs_dir`], atomically (temporary file, then rename): the engine's
 //! view of the job ([`crate::engine::JobView`]) when its state changes, and at most every
 //! [`PUBLISH_EVERY`] while it runs and its figures or members change. The file names the
@@ -15,11 +15,12 @@
 //! and a job none of whose processes (guard, leader, members) lives any more.
 //!
 //! `pid` and `start_time` name the process the file is about: the guarded command's leader.
-//! [`Publisher`] is the guard's side: a [`Sink`] of the driver. When it starts it prunes
-//! finished files: those older than [`FINISHED_KEEP`], and all but the newest
-//! [`FINISHED_KEEP_COUNT`].
+//! [`Publisher`] is the guard's side: a [`crate::drive::Sink`] of the driver. When it starts
+//! it prunes finished files: those older than [`FINISHED_KEEP`], and all but the newest
+//! [`FINISHED_KEEP_COUNT`]. [`Board`] is the app's: the files of every job of its engine.
 
 mod listing;
+mod publish;
 
 use std::fs;
 use std::io;
@@ -29,16 +30,15 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::counters::CounterSource;
-use crate::drive::Sink;
 use crate::engine::{JobMode, JobStatus, JobView, FINISHED_KEEP};
 use crate::paths::write_atomic;
 use crate::policy::order::{Peer, PeerAt};
-use crate::policy::{JobEvent, OnBudget, Verdict};
+use crate::policy::{OnBudget, Verdict};
 use crate::process::ProcessIdentity;
-use crate::sampler::Sample;
 use crate::units::unix_ms;
 
 pub use self::listing::{Listing, LISTING_MAX_AGE};
+pub use self::publish::{Board, Publisher};
 
 /// How many finished jobs' files are kept at most.
 pub const FINISHED_KEEP_COUNT: usize = 20;
@@ -162,6 +162,12 @@ impl JobFile {
             resumes_by_itself: self.resumes_by_itself,
             pausable: self.yields && self.state == JobStatus::Running,
         })
+    }
+
+    /// Whether the process `pid` (a guard, or the app) wrote this file: its own jobs, which
+    /// it leaves out when it lists other guards' jobs.
+    pub fn guarded_by(&self, pid: u32) -> bool {
+        self.guard.is_some_and(|g| g.pid == pid)
     }
 
     /// `running`, `paused`, … as the guard said, or `unguarded` once the guard is gone
@@ -337,95 +343,9 @@ impl<C: CounterSource> crate::drive::PeerSource for PeerFiles<C> {
     fn peers(&mut self) -> Vec<Peer> {
         JobFile::list(&self.dir, &self.counters)
             .iter()
+            .filter(|f| !f.guarded_by(self.own_pid))
             .filter_map(JobFile::as_peer)
-            .filter(|p| !matches!(p.at, PeerAt::Guard { guard_pid } if guard_pid == self.own_pid))
             .collect()
-    }
-}
-
-/// Publishes a guarded command's progress (the engine's view of it) for the menu-bar app,
-/// `status` and `serve`: written when the job is under guard, when its state changes, every
-/// [`PUBLISH_EVERY`] at most while its figures or members change, and with the verdict at
-/// the end. It runs on an output thread of its own; a failure to write is logged once and
-/// never stops the guard (so this sink never fails).
-#[derive(Debug)]
-pub struct Publisher {
-    dir: PathBuf,
-    guard: ProcessIdentity,
-    last: Option<(std::time::Instant, JobFile)>,
-    failed: bool,
-}
-
-impl Publisher {
-    /// A publisher into `dir` for the guard `guard` (this process).
-    pub fn new(dir: PathBuf, guard: ProcessIdentity) -> Self {
-        Publisher {
-            dir,
-            guard,
-            last: None,
-            failed: false,
-        }
-    }
-
-    /// Writes the file for `view` when `force`d, or when it changed and is due.
-    fn publish(&mut self, view: &JobView, force: bool) {
-        let now = unix_ms(SystemTime::now());
-        let file = JobFile::of_view(view, self.guard, now);
-        if let Some((at, last)) = &self.last {
-            let same = JobFile {
-                updated_at_ms: now,
-                ..last.clone()
-            } == file;
-            // A paused job's members must be named at once: nobody else would resume them.
-            let wait = match (last.members == file.members, file.state) {
-                (true, _) => PUBLISH_EVERY,
-                (false, JobStatus::Running) => MEMBERS_EVERY,
-                (false, _) => Duration::ZERO,
-            };
-            if !force && (same || at.elapsed() < wait) {
-                return;
-            }
-        }
-        if let Err(e) = file.write_atomic(&self.dir) {
-            if !self.failed {
-                tracing::warn!(error = %e, "cannot publish the job for the app");
-                self.failed = true;
-            }
-        }
-        self.last = Some((std::time::Instant::now(), file));
-    }
-}
-
-impl Sink for Publisher {
-    fn name(&self) -> String {
-        format!("the job file in {}", self.dir.display())
-    }
-
-    fn started(&mut self, view: &JobView) -> io::Result<()> {
-        // Prunes old finished files (the liveness test is not needed for those).
-        list_at(&self.dir, unix_ms(SystemTime::now()), |_| true);
-        self.publish(view, true);
-        Ok(())
-    }
-
-    fn sample(&mut self, _sample: &Sample, view: &JobView) -> io::Result<()> {
-        // A state change is written at once; members at most every 250 ms, figures every 2 s.
-        let changed = self
-            .last
-            .as_ref()
-            .is_none_or(|(_, last)| last.state != view.state);
-        self.publish(view, changed);
-        Ok(())
-    }
-
-    fn event(&mut self, _t: Duration, _event: &JobEvent, view: &JobView) -> io::Result<()> {
-        self.publish(view, true);
-        Ok(())
-    }
-
-    fn finish(&mut self, view: &JobView) -> io::Result<()> {
-        self.publish(view, true);
-        Ok(())
     }
 }
 

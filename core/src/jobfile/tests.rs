@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::counters::Counters;
+use crate::drive::Sink;
 use crate::engine::JobStatus;
 use crate::policy::EndReason;
 
@@ -254,4 +255,88 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
     publisher.sample(&sample, &paused).unwrap();
     assert_eq!(read().state, JobStatus::Paused);
     assert_eq!(read().members.len(), 2);
+}
+
+#[test]
+fn the_board_writes_every_job_of_the_app_and_removes_those_let_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let app = ProcessIdentity {
+        pid: 9,
+        start_time: 99,
+    };
+    let view = |id: u64, pid: u32, state: JobStatus| crate::engine::JobView {
+        id,
+        pid,
+        start_time: 3,
+        command: format!("job {id}"),
+        mode: crate::engine::JobMode::Guard,
+        state,
+        swap_start_bytes: 0,
+        swap_growth_bytes: 0,
+        swap_budget_bytes: Some(1 << 30),
+        peak_footprint_bytes: None,
+        verdict: None,
+        started_at_ms: NOW_MS + i64::from(pid),
+        stages: Vec::new(),
+        on_budget: OnBudget::Pause,
+        pauses: 0,
+        paused_since_ms: None,
+        resumed_at_ms: None,
+        resumes_by_itself: false,
+        yields: state == JobStatus::Running,
+        members: vec![ProcessIdentity { pid, start_time: 3 }],
+        refused: Vec::new(),
+    };
+    let read = |pid: u32| -> Option<JobFile> {
+        let bytes = fs::read(dir.join(format!("{pid}-3.json"))).ok()?;
+        Some(serde_json::from_slice(&bytes).unwrap())
+    };
+    let mut board = Board::new(dir.to_path_buf(), app);
+    // (the engine's views, then the files: pid and state, each naming the app)
+    type Step = (Vec<crate::engine::JobView>, Vec<(u32, JobStatus)>);
+    let table: Vec<Step> = vec![
+        (
+            vec![
+                view(1, 30, JobStatus::Running),
+                view(2, 31, JobStatus::Running),
+            ],
+            vec![(30, JobStatus::Running), (31, JobStatus::Running)],
+        ),
+        // A pause is written at once, not after PUBLISH_EVERY.
+        (
+            vec![
+                view(1, 30, JobStatus::Running),
+                view(2, 31, JobStatus::Paused),
+            ],
+            vec![(30, JobStatus::Running), (31, JobStatus::Paused)],
+        ),
+        // Job 1 let go: its file goes.
+        (
+            vec![view(2, 31, JobStatus::Paused)],
+            vec![(31, JobStatus::Paused)],
+        ),
+        // Process 31 let go and picked again (job 3): the new job keeps its file.
+        (
+            vec![view(3, 31, JobStatus::Running)],
+            vec![(31, JobStatus::Running)],
+        ),
+        (Vec::new(), Vec::new()),
+    ];
+    for (step, (views, files)) in table.into_iter().enumerate() {
+        board.publish(&views);
+        let listed: Vec<(u32, JobStatus)> = list_at(dir, NOW_MS, |_| true)
+            .iter()
+            .map(|f| (f.pid, f.state))
+            .collect();
+        let mut listed_sorted = listed.clone();
+        listed_sorted.sort_by_key(|(pid, _)| *pid);
+        assert_eq!(listed_sorted, files, "step {step}");
+        for (pid, _) in &files {
+            let file = read(*pid).unwrap();
+            assert!(file.guarded_by(app.pid), "step {step}: names the app");
+            assert!(!file.guarded_by(app.pid + 1));
+        }
+    }
+    assert!(names(dir).is_empty(), "{:?}", names(dir));
 }

@@ -129,10 +129,11 @@ impl UiRecentJob {
     }
 }
 
-/// Jobs of `headroom guard` runs in terminals, read-only.
+/// Jobs of `headroom guard` runs in terminals, read-only (the app's own files left out).
 pub(super) fn external_jobs(state: &AppState) -> Vec<UiJob> {
     JobFile::list(&state.jobs_dir(), &state.counters)
         .into_iter()
+        .filter(|f| !f.guarded_by(std::process::id()))
         .map(UiJob::external)
         .collect()
 }

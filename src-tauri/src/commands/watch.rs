@@ -56,6 +56,7 @@ fn add_job(
         .ok_or_else(|| "job vanished".to_string());
     drop(monitor);
     crate::persist::job_started(state, job_id);
+    crate::jobfiles::publish(state);
     Ok(view?)
 }
 

@@ -1,0 +1,168 @@
+//! Writing job files: one rule of when a job's file is written again ([`Written`]), used by
+//! the guard's [`Publisher`] (a sink of its one job) and by the app's [`Board`] (every job
+//! of its engine). A file is written when its job's state changes at once, when its members
+//! change within [`MEMBERS_EVERY`] (at once while the job is not running: a paused job's
+//! members must be named for anyone else to resume them), and when its figures change at
+//! most every [`PUBLISH_EVERY`]. A failure to write is logged once and never stops a guard.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{list_at, JobFile, MEMBERS_EVERY, PUBLISH_EVERY};
+use crate::drive::Sink;
+use crate::engine::{JobStatus, JobView};
+use crate::policy::JobEvent;
+use crate::process::ProcessIdentity;
+use crate::sampler::Sample;
+use crate::units::unix_ms;
+
+/// What was last written for one job, and when.
+#[derive(Debug, Default)]
+struct Written {
+    last: Option<(Instant, JobFile)>,
+}
+
+impl Written {
+    /// Whether `file` is to be written now: `force`d, the first, its state changed, its
+    /// members changed (see the module docs), or its figures changed and are due.
+    fn due(&self, file: &JobFile, force: bool) -> bool {
+        let Some((at, last)) = &self.last else {
+            return true;
+        };
+        if force || last.state != file.state {
+            return true;
+        }
+        let same = JobFile {
+            updated_at_ms: file.updated_at_ms,
+            ..last.clone()
+        } == *file;
+        let wait = match (last.members == file.members, file.state) {
+            (true, _) => PUBLISH_EVERY,
+            (false, JobStatus::Running) => MEMBERS_EVERY,
+            (false, _) => Duration::ZERO,
+        };
+        !same && at.elapsed() >= wait
+    }
+}
+
+/// Writes `file` into `dir`; the first failure is logged (`failed` remembers it).
+fn write(dir: &std::path::Path, file: &JobFile, failed: &mut bool) {
+    if let Err(e) = file.write_atomic(dir) {
+        if !*failed {
+            tracing::warn!(error = %e, "cannot publish the job for the app");
+            *failed = true;
+        }
+    }
+}
+
+/// Publishes a guarded command's progress (the engine's view of it) for the menu-bar app,
+/// `status` and `serve`: written when the job is under guard, then by the rule of the
+/// module docs, and with the verdict at the end. It runs on an output thread of its own; a
+/// failure to write is logged once and never stops the guard (so this sink never fails).
+#[derive(Debug)]
+pub struct Publisher {
+    dir: PathBuf,
+    guard: ProcessIdentity,
+    written: Written,
+    failed: bool,
+}
+
+impl Publisher {
+    /// A publisher into `dir` for the guard `guard` (this process).
+    pub fn new(dir: PathBuf, guard: ProcessIdentity) -> Self {
+        Publisher {
+            dir,
+            guard,
+            written: Written::default(),
+            failed: false,
+        }
+    }
+
+    /// Writes the file for `view` when `force`d, or when it is due.
+    fn publish(&mut self, view: &JobView, force: bool) {
+        let file = JobFile::of_view(view, self.guard, unix_ms(SystemTime::now()));
+        if self.written.due(&file, force) {
+            write(&self.dir, &file, &mut self.failed);
+            self.written.last = Some((Instant::now(), file));
+        }
+    }
+}
+
+impl Sink for Publisher {
+    fn name(&self) -> String {
+        format!("the job file in {}", self.dir.display())
+    }
+
+    fn started(&mut self, view: &JobView) -> io::Result<()> {
+        // Prunes old finished files (the liveness test is not needed for those).
+        list_at(&self.dir, unix_ms(SystemTime::now()), |_| true);
+        self.publish(view, true);
+        Ok(())
+    }
+
+    fn sample(&mut self, _sample: &Sample, view: &JobView) -> io::Result<()> {
+        self.publish(view, false);
+        Ok(())
+    }
+
+    fn event(&mut self, _t: Duration, _event: &JobEvent, view: &JobView) -> io::Result<()> {
+        self.publish(view, true);
+        Ok(())
+    }
+
+    fn finish(&mut self, view: &JobView) -> io::Result<()> {
+        self.publish(view, true);
+        Ok(())
+    }
+}
+
+/// The job files of every job of one engine (the app's), so that `status`, `serve`,
+/// `headroom resume|stop` and other guards' pause order see the app's jobs as they see a
+/// terminal guard's: each written by the rule of the module docs, naming `guard` (the app),
+/// and removed once its job leaves the engine (let go, or finished long enough ago).
+#[derive(Debug)]
+pub struct Board {
+    dir: PathBuf,
+    guard: ProcessIdentity,
+    written: HashMap<u64, Written>,
+    failed: bool,
+}
+
+impl Board {
+    /// A board into `dir` for the jobs of `guard` (this process).
+    pub fn new(dir: PathBuf, guard: ProcessIdentity) -> Self {
+        Board {
+            dir,
+            guard,
+            written: HashMap::new(),
+            failed: false,
+        }
+    }
+
+    /// Publishes `views`, every job of the engine now: the files of jobs no longer among
+    /// them are removed, then each file that is due is written.
+    pub fn publish(&mut self, views: &[JobView]) {
+        let dir = &self.dir;
+        self.written.retain(|id, written| {
+            let kept = views.iter().any(|v| v.id == *id);
+            if let (false, Some((_, file))) = (kept, &written.last) {
+                if let Err(e) = file.remove(dir) {
+                    tracing::debug!(error = %e, "job files");
+                }
+            }
+            kept
+        });
+        // After the removals: a process let go of and picked again keeps its new file.
+        let now_ms = unix_ms(SystemTime::now());
+        for view in views {
+            let file = JobFile::of_view(view, self.guard, now_ms);
+            let written = self.written.entry(view.id).or_default();
+            if written.due(&file, false) {
+                write(&self.dir, &file, &mut self.failed);
+                written.last = Some((Instant::now(), file));
+            }
+        }
+    }
+}
