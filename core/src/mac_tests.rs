@@ -276,6 +276,30 @@ fn a_pause_is_seen_and_so_is_a_continue_from_outside() {
 }
 
 #[test]
+fn a_paused_member_killed_from_outside_is_gone_while_it_frees_its_memory() {
+    // Force Quit of a paused job: SIGKILL wakes it, and while xnu frees its memory it is
+    // SRUN with PROC_FLAG_INEXIT. It is no member any more, never one that runs again.
+    let (reader, guard) = mac();
+    let (leader, mut members) = command(&reader, guard);
+    let worker = reader.kernel().spawn(leader, "worker");
+    members.discover(&reader);
+    let safety = safety(&reader, guard);
+    signal_each(
+        &reader,
+        reader.kernel(),
+        &safety,
+        &live_ids(&members),
+        JobSignal::Pause,
+    );
+    members.discover(&reader);
+    assert!(members.live().iter().all(|m| m.state == RunState::Stopped));
+    reader.kernel().with(worker, |p| p.run = Run::Exiting);
+    members.discover(&reader);
+    let states: Vec<(u32, RunState)> = members.live().iter().map(|m| (m.id.pid, m.state)).collect();
+    assert_eq!(states, vec![(leader, RunState::Stopped)], "{states:?}");
+}
+
+#[test]
 fn host_statistics_are_asked_once_a_second_and_compressed_memory_is_always_fresh() {
     // Defect 5: xnu answers a third-party caller from a shared cache after a few calls a
     // second. Sampling at 10 a second must still see every change of the compressor, and

@@ -351,9 +351,17 @@ pub enum RunState {
     Running,
     /// Stopped by a signal (SIGSTOP, SIGTSTP, …) or by a tracer.
     Stopped,
-    /// Exited and not reaped yet (a zombie): it holds no memory and cannot be signalled.
+    /// Exited and not reaped yet (a zombie): it holds no memory and cannot be signalled. Or
+    /// exiting: the kernel has committed it to exit (SIGKILL, `exit`), it runs none of its
+    /// code again and is freeing its memory (a paused job killed from outside is not seen
+    /// running again while its swap is freed).
     Dead,
 }
+
+/// `PROC_FLAG_INEXIT` (xnu `sys/proc_info.h`).
+const MACOS_PROC_FLAG_INEXIT: u32 = 4;
+/// `PF_EXITING` (Linux `include/linux/sched.h`).
+const LINUX_PF_EXITING: u64 = 0x4;
 
 impl RunState {
     /// A Linux `/proc/PID/stat` state letter: `T`/`t` stopped, `Z`/`X` dead, else running.
@@ -365,12 +373,26 @@ impl RunState {
         }
     }
 
-    /// A macOS `pbi_status`/`pbsi_status` (`sys/proc.h`: `SSTOP` 4, `SZOMB` 5).
-    pub fn from_macos(status: u32) -> Self {
+    /// A macOS `pbi_status`/`pbsi_status` (`sys/proc.h`: `SSTOP` 4, `SZOMB` 5) with its
+    /// `pbi_flags`/`pbsi_flags`: `PROC_FLAG_INEXIT` (4, `sys/proc_info.h`) is dead, whatever
+    /// the status (xnu sets it once the process is in `exit`).
+    pub fn from_macos(status: u32, flags: u32) -> Self {
         match status {
+            _ if flags & MACOS_PROC_FLAG_INEXIT != 0 => RunState::Dead,
             4 => RunState::Stopped,
             5 => RunState::Dead,
             _ => RunState::Running,
+        }
+    }
+
+    /// A Linux `/proc/PID/stat` state letter with its `flags` (field 9): `PF_EXITING`
+    /// (0x4, `linux/sched.h`) is dead, whatever the letter (a killed process freeing its
+    /// memory shows `R` or `D`).
+    pub fn from_linux_stat(letter: u8, flags: u64) -> Self {
+        if flags & LINUX_PF_EXITING != 0 {
+            RunState::Dead
+        } else {
+            RunState::from_linux(letter)
         }
     }
 }
@@ -461,6 +483,29 @@ mod tests {
         assert_eq!(PressureLevel::from_psi(10.0, 0.0), PressureLevel::Warn);
         assert_eq!(PressureLevel::from_psi(50.0, 9.9), PressureLevel::Warn);
         assert_eq!(PressureLevel::from_psi(50.0, 10.0), PressureLevel::Critical);
+    }
+
+    #[test]
+    fn run_states_of_both_kernels() {
+        // (macOS status, pbi_flags, what it is): PROC_FLAG_INEXIT wins over any status.
+        let table = [
+            (2, 0, RunState::Running),
+            (3, 0x10, RunState::Running),
+            (4, 0x10, RunState::Stopped),
+            (5, 0, RunState::Dead),
+            (2, 0x14, RunState::Dead),
+            (4, 0x4, RunState::Dead),
+        ];
+        for (status, flags, expected) in table {
+            assert_eq!(
+                RunState::from_macos(status, flags),
+                expected,
+                "{status} {flags:#x}"
+            );
+        }
+        assert_eq!(RunState::from_linux_stat(b'R', 0x4), RunState::Dead);
+        assert_eq!(RunState::from_linux_stat(b'T', 0x400000), RunState::Stopped);
+        assert_eq!(RunState::from_linux_stat(b'S', 0), RunState::Running);
     }
 
     #[test]

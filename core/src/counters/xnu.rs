@@ -112,6 +112,8 @@ impl VmAnswer {
 pub mod bsdinfo {
     /// Its size.
     pub const SIZE: usize = 136;
+    /// `pbi_flags` (u32; `PROC_FLAG_INEXIT` 4: the process is in `exit`).
+    pub const FLAGS: usize = 0;
     /// `pbi_status` (u32: `SIDL` 1, `SRUN` 2, `SSLEEP` 3, `SSTOP` 4, `SZOMB` 5).
     pub const STATUS: usize = 4;
     /// `pbi_ppid`.
@@ -142,6 +144,8 @@ pub mod shortinfo {
     pub const STATUS: usize = 12;
     /// `pbsi_comm` (16 chars).
     pub const COMM: usize = 16;
+    /// `pbsi_flags` (as `pbi_flags`).
+    pub const FLAGS: usize = 32;
     /// `pbsi_ruid`.
     pub const RUID: usize = 44;
 }
@@ -203,7 +207,7 @@ pub fn bsd_info(b: &[u8]) -> Option<BsdInfo> {
         u64_at(b, bsdinfo::START_USEC)?,
     );
     Some(BsdInfo {
-        run: RunState::from_macos(u32_at(b, bsdinfo::STATUS)?),
+        run: RunState::from_macos(u32_at(b, bsdinfo::STATUS)?, u32_at(b, bsdinfo::FLAGS)?),
         ppid: u32_at(b, bsdinfo::PPID)?,
         pgid: u32_at(b, bsdinfo::PGID)?,
         ruid: u32_at(b, bsdinfo::RUID)?,
@@ -218,7 +222,7 @@ pub fn short_info(b: &[u8]) -> Option<BsdInfo> {
         return None;
     }
     Some(BsdInfo {
-        run: RunState::from_macos(u32_at(b, shortinfo::STATUS)?),
+        run: RunState::from_macos(u32_at(b, shortinfo::STATUS)?, u32_at(b, shortinfo::FLAGS)?),
         ppid: u32_at(b, shortinfo::PPID)?,
         pgid: u32_at(b, shortinfo::PGID)?,
         ruid: u32_at(b, shortinfo::RUID)?,

@@ -336,12 +336,13 @@ impl CounterSource for Counters {
     }
 
     /// Start time and state from `/proc/PID/stat` alone: the cheap check run on every
-    /// member at every tick, and before every signal. A zombie is [`RunState::Dead`].
+    /// member at every tick, and before every signal. A zombie, or a process already in
+    /// `exit` (`PF_EXITING`), is [`RunState::Dead`].
     fn process_state(&self, pid: u32) -> Result<ProcessState> {
         let stat = self.stat(pid)?;
         Ok(ProcessState {
             start_time: stat.start_ticks,
-            run: RunState::from_linux(stat.state),
+            run: RunState::from_linux_stat(stat.state, stat.flags),
         })
     }
 

@@ -169,6 +169,8 @@ pub(super) struct Stat {
     pub(super) state: u8,
     pub(super) ppid: u32,
     pub(super) pgrp: u32,
+    /// The `flags` field (`PF_*`).
+    pub(super) flags: u64,
     pub(super) start_ticks: u64,
 }
 
@@ -187,6 +189,7 @@ pub(super) fn parse_stat(bytes: &[u8]) -> Option<Stat> {
         state: fields.first()?.bytes().next()?,
         ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
+        flags: fields.get(6)?.parse().ok()?,
         start_ticks: fields.get(19)?.parse().ok()?,
     })
 }

@@ -265,3 +265,32 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn a_process_in_exit_is_dead_whatever_its_state_letter() {
+    // A paused job killed from outside: SIGKILL wakes it, and while the kernel frees its
+    // swap (100 ms and more for a few hundred MB) it shows `R` or `D`, with PF_EXITING set.
+    let dir = tempfile::tempdir().unwrap();
+    let counters = Counters::with_proc_root(dir.path());
+    // (state letter, flags, what it is)
+    let table = [
+        ('R', 0x0040_0100_u64, RunState::Running),
+        ('S', 0x0040_0000, RunState::Running),
+        ('T', 0x0040_0000, RunState::Stopped),
+        ('R', 0x0040_0104, RunState::Dead),
+        ('D', 0x0040_0004, RunState::Dead),
+        ('T', 0x0000_0004, RunState::Dead),
+        ('Z', 0x0040_010c, RunState::Dead),
+    ];
+    for (pid, (letter, flags, expected)) in (100u32..).zip(table) {
+        let folder = dir.path().join(pid.to_string());
+        std::fs::create_dir_all(&folder).unwrap();
+        let stat = format!(
+            "{pid} (hog (2)) {letter} 1 {pid} {pid} 0 -1 {flags} 1 0 0 0 5 3 0 0 20 0 1 0 4242 0 0"
+        );
+        std::fs::write(folder.join("stat"), stat).unwrap();
+        let state = counters.process_state(pid).unwrap();
+        assert_eq!(state.run, expected, "{letter} with flags {flags:#x}");
+        assert_eq!(state.start_time, 4242);
+    }
+}

@@ -45,6 +45,7 @@ const _: () = {
         offset_of!(Bsd, pbi_name) == bsdinfo::NAME && offset_of!(Bsd, pbi_pgid) == bsdinfo::PGID
     );
     assert!(offset_of!(Bsd, pbi_status) == bsdinfo::STATUS);
+    assert!(offset_of!(Bsd, pbi_flags) == bsdinfo::FLAGS);
     assert!(offset_of!(Bsd, pbi_start_tvsec) == bsdinfo::START_SEC);
     assert!(offset_of!(Bsd, pbi_start_tvusec) == bsdinfo::START_USEC);
     assert!(
@@ -56,6 +57,7 @@ const _: () = {
     );
     assert!(offset_of!(Short, pbsi_ruid) == shortinfo::RUID);
     assert!(offset_of!(Short, pbsi_status) == shortinfo::STATUS);
+    assert!(offset_of!(Short, pbsi_flags) == shortinfo::FLAGS);
     assert!(size_of::<Ru>() == rusage::SIZE);
     assert!(offset_of!(Ru, ri_resident_size) == rusage::RESIDENT_SIZE);
     assert!(offset_of!(Ru, ri_phys_footprint) == rusage::PHYS_FOOTPRINT);

@@ -46,6 +46,8 @@ pub enum Run {
     Stopped,
     /// Exited, not reaped.
     Zombie,
+    /// In `exit` (killed, freeing its memory): `SRUN` with `PROC_FLAG_INEXIT`.
+    Exiting,
 }
 
 /// One process of the fake table.
@@ -375,6 +377,16 @@ fn status(run: Run) -> u32 {
         Run::Running => 2, // SRUN
         Run::Stopped => 4, // SSTOP
         Run::Zombie => 5,  // SZOMB
+        Run::Exiting => 2, // SRUN, with PROC_FLAG_INEXIT
+    }
+}
+
+/// `pbi_flags`/`pbsi_flags`: `PROC_FLAG_INEXIT` (4) while in `exit`.
+fn flags(run: Run) -> u32 {
+    if run == Run::Exiting {
+        4
+    } else {
+        0
     }
 }
 
@@ -423,6 +435,7 @@ impl Xnu for FakeMac {
                 t.may_read(p, "PROC_PIDTBSDINFO")?;
                 b = vec![0u8; bsdinfo::SIZE];
                 put(&mut b, bsdinfo::STATUS, &status(p.run).to_ne_bytes());
+                put(&mut b, bsdinfo::FLAGS, &flags(p.run).to_ne_bytes());
                 put(&mut b, bsdinfo::PPID, &p.ppid.to_ne_bytes());
                 put(&mut b, bsdinfo::PGID, &p.pgid.to_ne_bytes());
                 put(&mut b, bsdinfo::RUID, &p.uid.to_ne_bytes());
@@ -442,6 +455,7 @@ impl Xnu for FakeMac {
             flavor::SHORTBSDINFO => {
                 b = vec![0u8; shortinfo::SIZE];
                 put(&mut b, shortinfo::STATUS, &status(p.run).to_ne_bytes());
+                put(&mut b, shortinfo::FLAGS, &flags(p.run).to_ne_bytes());
                 put(&mut b, shortinfo::PPID, &p.ppid.to_ne_bytes());
                 put(&mut b, shortinfo::PGID, &p.pgid.to_ne_bytes());
                 put(&mut b, shortinfo::RUID, &p.uid.to_ne_bytes());
