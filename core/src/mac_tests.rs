@@ -278,7 +278,8 @@ fn a_pause_is_seen_and_so_is_a_continue_from_outside() {
 #[test]
 fn a_paused_member_killed_from_outside_is_gone_while_it_frees_its_memory() {
     // Force Quit of a paused job: SIGKILL wakes it, and while xnu frees its memory it is
-    // SRUN with PROC_FLAG_INEXIT. It is no member any more, never one that runs again.
+    // SRUN with PROC_FLAG_INEXIT: exiting, never a member that runs again (a member still
+    // until it is a zombie, whose exit status comes then).
     let (reader, guard) = mac();
     let (leader, mut members) = command(&reader, guard);
     let worker = reader.kernel().spawn(leader, "worker");
@@ -296,7 +297,11 @@ fn a_paused_member_killed_from_outside_is_gone_while_it_frees_its_memory() {
     reader.kernel().with(worker, |p| p.run = Run::Exiting);
     members.discover(&reader);
     let states: Vec<(u32, RunState)> = members.live().iter().map(|m| (m.id.pid, m.state)).collect();
-    assert_eq!(states, vec![(leader, RunState::Stopped)], "{states:?}");
+    assert_eq!(
+        states,
+        vec![(leader, RunState::Stopped), (worker, RunState::Exiting)],
+        "{states:?}"
+    );
 }
 
 #[test]

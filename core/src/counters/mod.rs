@@ -351,10 +351,12 @@ pub enum RunState {
     Running,
     /// Stopped by a signal (SIGSTOP, SIGTSTP, …) or by a tracer.
     Stopped,
-    /// Exited and not reaped yet (a zombie): it holds no memory and cannot be signalled. Or
-    /// exiting: the kernel has committed it to exit (SIGKILL, `exit`), it runs none of its
-    /// code again and is freeing its memory (a paused job killed from outside is not seen
-    /// running again while its swap is freed).
+    /// In `exit`: the kernel has committed it to exit (SIGKILL, `exit`); it runs none of
+    /// its code again and is freeing its memory, shown running meanwhile (a paused job killed
+    /// from outside is not one that runs again). Still a member until it is a zombie: its
+    /// exit status comes only then.
+    Exiting,
+    /// Exited and not reaped yet (a zombie): it holds no memory and cannot be signalled.
     Dead,
 }
 
@@ -374,25 +376,25 @@ impl RunState {
     }
 
     /// A macOS `pbi_status`/`pbsi_status` (`sys/proc.h`: `SSTOP` 4, `SZOMB` 5) with its
-    /// `pbi_flags`/`pbsi_flags`: `PROC_FLAG_INEXIT` (4, `sys/proc_info.h`) is dead, whatever
-    /// the status (xnu sets it once the process is in `exit`).
+    /// `pbi_flags`/`pbsi_flags`: `PROC_FLAG_INEXIT` (4, `sys/proc_info.h`) is exiting
+    /// before it is a zombie, whatever the status (xnu sets it once the process is in `exit`).
     pub fn from_macos(status: u32, flags: u32) -> Self {
         match status {
-            _ if flags & MACOS_PROC_FLAG_INEXIT != 0 => RunState::Dead,
-            4 => RunState::Stopped,
             5 => RunState::Dead,
+            _ if flags & MACOS_PROC_FLAG_INEXIT != 0 => RunState::Exiting,
+            4 => RunState::Stopped,
             _ => RunState::Running,
         }
     }
 
     /// A Linux `/proc/PID/stat` state letter with its `flags` (field 9): `PF_EXITING`
-    /// (0x4, `linux/sched.h`) is dead, whatever the letter (a killed process freeing its
-    /// memory shows `R` or `D`).
+    /// (0x4, `linux/sched.h`) is exiting until it is a zombie, whatever the letter (a
+    /// killed process freeing its memory shows `R` or `D`).
     pub fn from_linux_stat(letter: u8, flags: u64) -> Self {
-        if flags & LINUX_PF_EXITING != 0 {
-            RunState::Dead
-        } else {
-            RunState::from_linux(letter)
+        match RunState::from_linux(letter) {
+            RunState::Dead => RunState::Dead,
+            _ if flags & LINUX_PF_EXITING != 0 => RunState::Exiting,
+            run => run,
         }
     }
 }
@@ -493,8 +495,9 @@ mod tests {
             (3, 0x10, RunState::Running),
             (4, 0x10, RunState::Stopped),
             (5, 0, RunState::Dead),
-            (2, 0x14, RunState::Dead),
-            (4, 0x4, RunState::Dead),
+            (2, 0x14, RunState::Exiting),
+            (4, 0x4, RunState::Exiting),
+            (5, 0x4, RunState::Dead),
         ];
         for (status, flags, expected) in table {
             assert_eq!(
@@ -503,7 +506,8 @@ mod tests {
                 "{status} {flags:#x}"
             );
         }
-        assert_eq!(RunState::from_linux_stat(b'R', 0x4), RunState::Dead);
+        assert_eq!(RunState::from_linux_stat(b'R', 0x4), RunState::Exiting);
+        assert_eq!(RunState::from_linux_stat(b'Z', 0x4), RunState::Dead);
         assert_eq!(RunState::from_linux_stat(b'T', 0x400000), RunState::Stopped);
         assert_eq!(RunState::from_linux_stat(b'S', 0), RunState::Running);
     }

@@ -70,7 +70,8 @@ impl PausePhase {
         let (mut continued, mut escaped, mut unpaused) = (Vec::new(), Vec::new(), Vec::new());
         for member in members {
             let id = member.id;
-            if member.state == RunState::Stopped {
+            // A member in exit runs none of its code again: as good as paused.
+            if matches!(member.state, RunState::Stopped | RunState::Exiting) {
                 self.sent.remove(&id);
                 self.confirmed.insert(id);
                 continue;

@@ -556,6 +556,44 @@ fn a_paused_job_continued_from_outside_runs_under_its_budget_again() {
 }
 
 #[test]
+fn a_paused_job_killed_from_outside_is_not_one_that_runs_again() {
+    let leader = id(84);
+    let mut jobs = Engine::default();
+    let job = jobs.add(
+        set(leader),
+        spec("x", JobMode::Guard, pausing(100 * MIB, 2, None)),
+        0,
+        moment(0),
+    );
+    jobs.on_sample(&sample(0, 0, leader, true));
+    jobs.on_sample(&sample(1, 150 * MIB, leader, true));
+    reached(&mut jobs, job, JobSignal::Pause, &[leader]);
+    jobs.on_sample(&paused_sample(2, 150 * MIB, 50.0, leader));
+    // SIGKILL from outside: in exit, freeing its swap, for a few checks.
+    let exiting = Member {
+        id: leader,
+        state: RunState::Exiting,
+    };
+    for seq in 3..6 {
+        let a = jobs.on_sample(&at(seq, 150 * MIB, 50.0, leader, &[exiting]));
+        assert!(a.is_empty(), "check {seq}: {a:?}");
+        assert!(jobs.is_paused(job));
+    }
+    // Gone: the job ends, as a paused job whose processes all ended.
+    let a = jobs.on_sample(&sample(6, 0, leader, false));
+    assert!(
+        has(&a, |x| matches!(
+            x,
+            Action::Notify {
+                event: JobEvent::Finished { .. },
+                ..
+            }
+        )),
+        "{a:?}"
+    );
+}
+
+#[test]
 fn a_sigstop_never_seen_taking_effect_counts_as_continued() {
     let leader = id(83);
     let mut jobs = Engine::default();

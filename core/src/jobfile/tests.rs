@@ -50,6 +50,34 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
     }
 }
 
+/// The engine's view of guarded job `id` over process `pid` (start time 3), pausing at an
+/// 8 GiB budget; it yields while it runs.
+fn guarded_view(id: u64, pid: u32, state: JobStatus) -> crate::engine::JobView {
+    crate::engine::JobView {
+        id,
+        pid,
+        start_time: 3,
+        command: format!("job {id}"),
+        mode: crate::engine::JobMode::Guard,
+        state,
+        swap_start_bytes: 0,
+        swap_growth_bytes: 0,
+        swap_budget_bytes: Some(8 << 30),
+        peak_footprint_bytes: None,
+        verdict: None,
+        started_at_ms: NOW_MS + i64::from(pid),
+        stages: Vec::new(),
+        on_budget: OnBudget::Pause,
+        pauses: 0,
+        paused_since_ms: None,
+        resumed_at_ms: None,
+        resumes_by_itself: false,
+        yields: state == JobStatus::Running,
+        members: vec![ProcessIdentity { pid, start_time: 3 }],
+        refused: Vec::new(),
+    }
+}
+
 fn names(dir: &Path) -> Vec<String> {
     let mut out: Vec<String> = fs::read_dir(dir)
         .unwrap()
@@ -198,30 +226,10 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
     };
     let mut publisher = Publisher::new(tmp.path().to_path_buf(), guard);
     let view = crate::engine::JobView {
-        id: 1,
-        pid: 30,
-        start_time: 3,
-        command: "python gen.py".into(),
-        mode: crate::engine::JobMode::Guard,
-        state: JobStatus::Running,
         swap_start_bytes: 1,
         swap_growth_bytes: 2,
-        swap_budget_bytes: Some(8 << 30),
         peak_footprint_bytes: Some(5),
-        verdict: None,
-        started_at_ms: NOW_MS,
-        stages: Vec::new(),
-        on_budget: OnBudget::Pause,
-        pauses: 0,
-        paused_since_ms: None,
-        resumed_at_ms: None,
-        resumes_by_itself: false,
-        yields: true,
-        members: vec![ProcessIdentity {
-            pid: 30,
-            start_time: 3,
-        }],
-        refused: Vec::new(),
+        ..guarded_view(1, 30, JobStatus::Running)
     };
     publisher.started(&view).unwrap();
     let read = || -> JobFile {
@@ -265,29 +273,6 @@ fn the_board_writes_every_job_of_the_app_and_removes_those_let_go() {
         pid: 9,
         start_time: 99,
     };
-    let view = |id: u64, pid: u32, state: JobStatus| crate::engine::JobView {
-        id,
-        pid,
-        start_time: 3,
-        command: format!("job {id}"),
-        mode: crate::engine::JobMode::Guard,
-        state,
-        swap_start_bytes: 0,
-        swap_growth_bytes: 0,
-        swap_budget_bytes: Some(1 << 30),
-        peak_footprint_bytes: None,
-        verdict: None,
-        started_at_ms: NOW_MS + i64::from(pid),
-        stages: Vec::new(),
-        on_budget: OnBudget::Pause,
-        pauses: 0,
-        paused_since_ms: None,
-        resumed_at_ms: None,
-        resumes_by_itself: false,
-        yields: state == JobStatus::Running,
-        members: vec![ProcessIdentity { pid, start_time: 3 }],
-        refused: Vec::new(),
-    };
     let read = |pid: u32| -> Option<JobFile> {
         let bytes = fs::read(dir.join(format!("{pid}-3.json"))).ok()?;
         Some(serde_json::from_slice(&bytes).unwrap())
@@ -298,27 +283,27 @@ fn the_board_writes_every_job_of_the_app_and_removes_those_let_go() {
     let table: Vec<Step> = vec![
         (
             vec![
-                view(1, 30, JobStatus::Running),
-                view(2, 31, JobStatus::Running),
+                guarded_view(1, 30, JobStatus::Running),
+                guarded_view(2, 31, JobStatus::Running),
             ],
             vec![(30, JobStatus::Running), (31, JobStatus::Running)],
         ),
         // A pause is written at once, not after PUBLISH_EVERY.
         (
             vec![
-                view(1, 30, JobStatus::Running),
-                view(2, 31, JobStatus::Paused),
+                guarded_view(1, 30, JobStatus::Running),
+                guarded_view(2, 31, JobStatus::Paused),
             ],
             vec![(30, JobStatus::Running), (31, JobStatus::Paused)],
         ),
         // Job 1 let go: its file goes.
         (
-            vec![view(2, 31, JobStatus::Paused)],
+            vec![guarded_view(2, 31, JobStatus::Paused)],
             vec![(31, JobStatus::Paused)],
         ),
         // Process 31 let go and picked again (job 3): the new job keeps its file.
         (
-            vec![view(3, 31, JobStatus::Running)],
+            vec![guarded_view(3, 31, JobStatus::Running)],
             vec![(31, JobStatus::Running)],
         ),
         (Vec::new(), Vec::new()),

@@ -336,8 +336,8 @@ impl CounterSource for Counters {
     }
 
     /// Start time and state from `/proc/PID/stat` alone: the cheap check run on every
-    /// member at every tick, and before every signal. A zombie, or a process already in
-    /// `exit` (`PF_EXITING`), is [`RunState::Dead`].
+    /// member at every tick, and before every signal. A zombie is [`RunState::Dead`]; a
+    /// process in `exit` before that (`PF_EXITING`) is [`RunState::Exiting`].
     fn process_state(&self, pid: u32) -> Result<ProcessState> {
         let stat = self.stat(pid)?;
         Ok(ProcessState {

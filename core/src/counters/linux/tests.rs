@@ -267,7 +267,7 @@ mod fuzz {
 }
 
 #[test]
-fn a_process_in_exit_is_dead_whatever_its_state_letter() {
+fn a_process_in_exit_is_exiting_whatever_its_state_letter() {
     // A paused job killed from outside: SIGKILL wakes it, and while the kernel frees its
     // swap (100 ms and more for a few hundred MB) it shows `R` or `D`, with PF_EXITING set.
     let dir = tempfile::tempdir().unwrap();
@@ -277,9 +277,9 @@ fn a_process_in_exit_is_dead_whatever_its_state_letter() {
         ('R', 0x0040_0100_u64, RunState::Running),
         ('S', 0x0040_0000, RunState::Running),
         ('T', 0x0040_0000, RunState::Stopped),
-        ('R', 0x0040_0104, RunState::Dead),
-        ('D', 0x0040_0004, RunState::Dead),
-        ('T', 0x0000_0004, RunState::Dead),
+        ('R', 0x0040_0104, RunState::Exiting),
+        ('D', 0x0040_0004, RunState::Exiting),
+        ('T', 0x0000_0004, RunState::Exiting),
         ('Z', 0x0040_010c, RunState::Dead),
     ];
     for (pid, (letter, flags, expected)) in (100u32..).zip(table) {
