@@ -259,7 +259,9 @@ impl Job {
             Phase::Running => Some(self.check),
             // Checked at once until every member is seen stopped.
             Phase::Paused(pause) if !pause.settled() => Some(STOP_CHECK),
-            Phase::Paused(_) => Some(self.spec.poll),
+            // Then as often as it was checked when it paused (near its budget, fast): a job
+            // continued from outside runs unguarded one such interval at most.
+            Phase::Paused(_) => Some(self.check),
             Phase::Stopping(_) => Some(STOP_CHECK),
             Phase::Ended => None,
         }

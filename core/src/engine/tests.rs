@@ -516,6 +516,13 @@ fn a_paused_job_continued_from_outside_runs_under_its_budget_again() {
     assert_eq!(signal_of(&a).map(|s| s.0), Some(JobSignal::Pause));
     reached(&mut jobs, job, JobSignal::Pause, &[leader]);
     jobs.on_sample(&paused_sample(2, 150 * MIB, 50.0, leader));
+    // Paused past its budget, it is checked as often as near it, not every 500 ms: a
+    // continue from outside is seen within one such check.
+    let paused_check = jobs.check_interval().unwrap();
+    assert!(
+        paused_check < Duration::from_millis(500),
+        "{paused_check:?}"
+    );
     // `kill -CONT` from outside: it runs again, the budget it passed applies at once.
     let a = jobs.on_sample(&sample(3, 160 * MIB, leader, true));
     assert!(
