@@ -405,6 +405,22 @@ fn paused_sample(seq: u64, swap: u64, free: f64, leader: ProcessIdentity) -> Sam
     at(seq, swap, free, leader, &[stopped(leader)])
 }
 
+/// A job of process `pid` that pauses at a 100 MiB budget (`max_pauses`), its budget just
+/// crossed by 150 MiB; with the crossing's actions (the pause not yet reported reached).
+fn crossed_pausing(pid: u32, max_pauses: u32) -> (Engine, u64, ProcessIdentity, Vec<Action>) {
+    let leader = id(pid);
+    let mut jobs = Engine::default();
+    let job = jobs.add(
+        set(leader),
+        spec("x", JobMode::Guard, pausing(100 * MIB, max_pauses, None)),
+        0,
+        moment(0),
+    );
+    jobs.on_sample(&sample(0, 0, leader, true));
+    let crossing = jobs.on_sample(&sample(1, 150 * MIB, leader, true));
+    (jobs, job, leader, crossing)
+}
+
 #[test]
 fn pause_mode_pauses_at_the_budget_and_a_resume_grants_a_new_budget() {
     let leader = id(50);
@@ -503,16 +519,7 @@ fn a_pause_reaches_members_it_missed() {
 
 #[test]
 fn a_paused_job_continued_from_outside_runs_under_its_budget_again() {
-    let leader = id(82);
-    let mut jobs = Engine::default();
-    let job = jobs.add(
-        set(leader),
-        spec("x", JobMode::Guard, pausing(100 * MIB, 2, None)),
-        0,
-        moment(0),
-    );
-    jobs.on_sample(&sample(0, 0, leader, true));
-    let a = jobs.on_sample(&sample(1, 150 * MIB, leader, true));
+    let (mut jobs, job, leader, a) = crossed_pausing(82, 2);
     assert_eq!(signal_of(&a).map(|s| s.0), Some(JobSignal::Pause));
     reached(&mut jobs, job, JobSignal::Pause, &[leader]);
     jobs.on_sample(&paused_sample(2, 150 * MIB, 50.0, leader));
@@ -564,16 +571,7 @@ fn a_paused_job_continued_from_outside_runs_under_its_budget_again() {
 
 #[test]
 fn a_paused_job_killed_from_outside_is_not_one_that_runs_again() {
-    let leader = id(84);
-    let mut jobs = Engine::default();
-    let job = jobs.add(
-        set(leader),
-        spec("x", JobMode::Guard, pausing(100 * MIB, 2, None)),
-        0,
-        moment(0),
-    );
-    jobs.on_sample(&sample(0, 0, leader, true));
-    jobs.on_sample(&sample(1, 150 * MIB, leader, true));
+    let (mut jobs, job, leader, _) = crossed_pausing(84, 2);
     reached(&mut jobs, job, JobSignal::Pause, &[leader]);
     jobs.on_sample(&paused_sample(2, 150 * MIB, 50.0, leader));
     // SIGKILL from outside: in exit, freeing its swap, for a few checks.
@@ -860,16 +858,7 @@ fn warning_says_what_happens_at_the_budget() {
 
 #[test]
 fn a_paused_job_is_saved_and_restored_paused() {
-    let leader = id(55);
-    let mut jobs = Engine::default();
-    let job = jobs.add(
-        set(leader),
-        spec("x", JobMode::Guard, pausing(100 * MIB, 3, None)),
-        0,
-        moment(0),
-    );
-    jobs.on_sample(&sample(0, 0, leader, true));
-    jobs.on_sample(&sample(1, 150 * MIB, leader, true));
+    let (mut jobs, job, leader, _) = crossed_pausing(55, 3);
     let saved = jobs.active_record(job, "boot").unwrap();
     assert_eq!(saved.on_budget, OnBudget::Pause);
     assert_eq!(saved.pauses, 1);
