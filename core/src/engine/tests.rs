@@ -858,7 +858,7 @@ fn warning_says_what_happens_at_the_budget() {
 
 #[test]
 fn a_paused_job_is_saved_and_restored_paused() {
-    let (mut jobs, job, leader, _) = crossed_pausing(55, 3);
+    let (jobs, job, leader, _) = crossed_pausing(55, 3);
     let saved = jobs.active_record(job, "boot").unwrap();
     assert_eq!(saved.on_budget, OnBudget::Pause);
     assert_eq!(saved.pauses, 1);
