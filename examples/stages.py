@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A three-stage job for Headroom's tests and README: load, work, decode.
+"""A three-stage job for Headroom's tests and docs (docs/commands.md): load, work, decode.
 
 Each stage marks its start (one JSON line to the socket in $HEADROOM_MARK, which
 `headroom guard` sets; without it, through `headroom mark` when it is on PATH) and holds more memory than the one

@@ -20,8 +20,8 @@
 //! A mark is accepted only from a live member of the job: the server asks the kernel who
 //! connected (`unix::peer`) and looks that pid up among the job's members, so a process
 //! outside the job cannot mark it, whatever it sends. `headroom mark NAME` is the client for
-//! shell scripts; a program can write the line itself (the README has a three-line Python
-//! example).
+//! shell scripts; a program can write the line itself (docs/commands.md has a three-line
+//! Python example).
 //!
 //! The same socket takes requests about a job from its owner: `headroom resume PID` and
 //! `headroom stop PID` send `{"control":"resume","pid":PID}` (or `"stop"`, `"pause"`), and

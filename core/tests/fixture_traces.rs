@@ -238,9 +238,9 @@ fn per_stage_swap_growth_matches_the_raw_samples() {
 /// The free floor's default (`--kill-free`, [`headroom_core::defaults::KILL_FREE_PERCENT`])
 /// checked against every recorded run: when did free memory (`kern.memorystatus_level`)
 /// first fall under it, and what had swap done by then. A floor must never stop a run that
-/// fits; in these runs it is a last resort, under the swap budget (the README's "What free %
-/// means on a Mac" has the table this prints). None of the traces has the kernel's pressure
-/// level, so no pressure floor can be checked against them.
+/// fits; in these runs it is a last resort, under the swap budget ("What free % means on a
+/// Mac" in docs/safety.md has the table this prints). None of the traces has the kernel's
+/// pressure level, so no pressure floor can be checked against them.
 #[test]
 fn the_free_floor_never_fires_on_a_run_that_fits() {
     use headroom_core::defaults::{FITS_TOLERANCE_BYTES, KILL_FREE_PERCENT};

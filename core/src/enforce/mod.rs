@@ -1,7 +1,7 @@
 //! Enforcement: sending a job's members a signal under the safety rules, one member at a
 //! time, and saying for each what happened ([`SignalReport`]).
 //!
-//! Safety rules (ARCHITECTURE.md, README "Safety rules"): a process is identified by (pid,
+//! Safety rules (ARCHITECTURE.md, docs/safety.md): a process is identified by (pid,
 //! start time) and re-checked right before every signal, so a recycled pid is never
 //! signalled; a process whose start time the OS will not give is never signalled; pid 0 and
 //! 1, Headroom itself, its ancestors (each by pid and start time) and other users' processes

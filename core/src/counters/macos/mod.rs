@@ -1,7 +1,7 @@
 //! macOS counters: the reader in [`super::xnu::reader`] run on the real kernel's calls
 //! (sysctl, `host_statistics64(HOST_VM_INFO64)`, libproc), as declared in the SDK's
-//! `<mach/vm_statistics.h>`, `<sys/sysctl.h>` and `<sys/proc_info.h>`; the README's "What the
-//! numbers are" maps each.
+//! `<mach/vm_statistics.h>`, `<sys/sysctl.h>` and `<sys/proc_info.h>`; "What the numbers are" in
+//! docs/safety.md maps each.
 //!
 //! This folder only makes the calls (`sys.rs`: the raw calls, errno mapping and the const
 //! asserts that the offsets `xnu` decodes are libc's, so a libc change breaks the build;
