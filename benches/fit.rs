@@ -29,6 +29,7 @@ fn run(i: i64, now_ms: i64) -> FinishedJob {
             swap_start_bytes: 0,
             peak_footprint_bytes: Some((10 << 30) + (i as u64 % 7) * (100 << 20)),
             lowest_free_percent: Some(40.0),
+            in_use_rise_bytes: None,
             duration: Duration::from_secs(60),
             ended: EndReason::Exited { code: 0 },
             processes: 1,

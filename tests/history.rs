@@ -59,9 +59,7 @@ fn three_runs_predict_the_fourth_within_a_quarter() {
                 );
             }
         }
-        let (code, out, err) = run(&[
-            "fit", "--key", &key, "--json", "--free", "1000G", "--", &hog,
-        ]);
+        let (code, out, err) = run(&["fit", "--key", &key, "--json", "--free", "100%", "--", &hog]);
         assert_eq!(code, Some(0), "{out}{err}");
         let json: serde_json::Value = serde_json::from_str(&out).unwrap();
         let predicted = json["prediction"]["need_bytes"].as_u64().unwrap();
@@ -153,6 +151,41 @@ fn imported_mac_traces_are_past_runs() {
         serde_json::from_str(&out).unwrap_or_else(|_| panic!("{code:?} {out}{err}"));
     assert_eq!(code, Some(1), "{out}");
     assert_eq!(json["fits"], false);
+    // The key's runs were on a 48 GB Mac: `--free` is asked of that machine (its floor),
+    // and the answer says so; more free memory than it has is refused.
+    assert_eq!(json["total_bytes"].as_u64(), Some(48 << 30), "{out}");
+    assert_eq!(
+        json["floor_bytes"].as_u64(),
+        Some((48u64 << 30) / 10),
+        "{out}"
+    );
+    let (_, out, _) = run(&["fit", "--key", &key, "--free", "40G", "--", "x"]);
+    assert!(
+        out.contains("free on a 48") && out.contains("machine"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["fit", "--key", &key, "--free", "60G", "--", "x"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--free") && err.contains("more than"), "{err}");
+    // `--total-memory` names another machine: a 96 GB one has room for it.
+    let (code, out, err) = run(&[
+        "fit",
+        "--key",
+        &key,
+        "--free",
+        "80G",
+        "--total-memory",
+        "96G",
+        "--",
+        "x",
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("free on a 96") && out.contains("fits"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["fit", "--key", &key, "--total-memory", "96G", "--", "x"]);
+    assert_eq!(code, Some(2), "--total-memory needs --free: {err}");
     let (_, out, _) = run(&["history", "--json"]);
     assert!(out.contains(&key), "{out}");
     run(&["history", "forget", &key]);
@@ -177,7 +210,7 @@ fn a_watched_run_is_recorded_too() {
     assert_eq!(rows.len(), 1, "{out}");
     let need = rows[0]["need_bytes"].as_u64().unwrap();
     assert!(need >= 100 * MIB, "its need is what it took: {need}");
-    let (code, _, _) = run(&["fit", "--key", &key, "--free", "1000G", "--", "x"]);
+    let (code, _, _) = run(&["fit", "--key", &key, "--free", "100%", "--", "x"]);
     assert_eq!(code, Some(0), "a prediction from the watched run");
     run(&["history", "forget", &key]);
 }

@@ -6,31 +6,47 @@
 //!   the program by its file name (`/usr/bin/python3.11` → `python3`), and for an
 //!   interpreter (python, node, ruby, perl, sh, bash …) its script by its file name too;
 //!   the arguments are kept. `--key NAME` names a job explicitly instead.
-//! - **Need of a run**: what it took, plus its swap growth (the part that did not fit). What
-//!   it took is its peak footprint where the footprint is exact (Linux: `RssAnon +
-//!   RssShmem`), and the drop of free memory from its start to its lowest where it is not
-//!   (macOS, and the recorded Mac traces): the footprint misleads there both ways: pages the
-//!   kernel compressed or swapped out leave it (a run that swapped looks smaller than it
-//!   was: 18.5 GB of footprint while swap grew 9.6 GB), and mapped files count in it (a
-//!   recorded Pixal3D run peaked at a 69.6 GB footprint on a 48 GB Mac without swapping;
-//!   free memory fell by 27 GB). What the kernel swaps out comes back into free memory, so
-//!   the drop and the swap growth add up to what the run took. Free memory at the start is
-//!   not part of the need: other processes move it by gigabytes between runs, and the
-//!   answer compares the need with the free memory of the moment instead. A run that did
-//!   not end on its own (stopped by the guard, OOM-killed, ended by a signal, interrupted)
-//!   measured a lower bound: it is raised to max(need × 1.2, need + 100 MiB), as
-//!   Kubernetes' VPA raises an OOM-killed run.
+//! - **Need of a run**: what it took of the machine's memory, plus its swap growth (the
+//!   part that did not fit). What it took is measured where the OS counts it exactly:
+//!   - **Linux** ([`Taken::Footprint`]): its peak footprint (`RssAnon + RssShmem`, or its
+//!     own cgroup's kernel peak): what the job's processes hold, pages touched included.
+//!   - **macOS, live** ([`Taken::Machine`] with page counts): the rise of the memory in use as
+//!     Activity Monitor counts it (app + wired + compressed, from the kernel's page counts)
+//!     from the run's start to its peak. Not the footprint: it counts compressed pages at
+//!     their uncompressed size (`internal_compressed` in xnu's `phys_footprint`), so a run
+//!     that compresses looks bigger than the RAM it took (a recorded Pixal3D run peaked at a
+//!     69.6 GB footprint on a 48 GB Mac without swapping). Not the drop of the free level
+//!     (`kern.memorystatus_level`): it counts active pages as free, so it does not move
+//!     while a job fills RAM with pages it touches (the recorded `pixal3d eager-1`: 0.3 →
+//!     17.7 GB of footprint in its first 59 s at a level of 90).
+//!   - **A recorded run** with only footprint, swap and the level (stageload's traces, a Mac
+//!     without page counts; [`Taken::Machine`] without them), by the rule of [`recorded`]:
+//!     a run that swapped filled RAM: what it took is the drop of the level (the compressor
+//!     and wired memory it forced; what it pushed out is its swap growth). A run that did
+//!     not swap fit in RAM: the drop of the level is the compressor and wired memory it
+//!     forced, and its resident pages were at most its footprint and at most what stayed
+//!     available at its lowest (active pages count as available): it took at least the
+//!     larger of the two, never more than was available at its start.
+//!
+//!   Free memory at the start is not part of the need: other processes move it by
+//!   gigabytes between runs, and the answer compares the need with the room of the moment
+//!   instead. A run that did not end on its own (stopped by the guard, OOM-killed, ended by a
+//!   signal, interrupted) measured a lower bound: it is raised to max(need × 1.2, need + 100
+//!   MiB), as Kubernetes' VPA raises an OOM-killed run.
 //! - **Prediction**: one or two runs: their largest need × 1.15. Three or more: the 90th
 //!   percentile of the needs, each weighted by age with a 24-hour half-life, × 1.15 (the VPA
 //!   recommender's target and margin), and never under the largest need of the last three.
 //!   The run time predicted is the longest past run's × 1.15 (the queue reads it).
-//! - **Answer**: it fits when the prediction is at most the free memory above the free floor
-//!   (the guard would stop it under the floor).
+//! - **Answer**: it fits when the prediction is at most the room now above the free floor
+//!   (the guard would stop it under the floor). The room is what is not in use where the
+//!   kernel counts pages in use (macOS: free memory and cached files), else the free memory
+//!   (Linux `MemAvailable`, a cgroup's room under its limit): [`Room::now`].
 
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::counters::SystemCounters;
 use crate::policy::{EndReason, Verdict};
 
 /// The margin on the need.
@@ -108,43 +124,66 @@ pub fn key_of_command_line(command: &str) -> String {
 pub enum Taken {
     /// By its peak footprint (exact on Linux).
     Footprint,
-    /// By the drop of free memory from `free_start_percent` to its lowest, of `total_bytes`.
-    FreeDrop {
-        /// The memory it ran in.
-        total_bytes: u64,
+    /// By what the machine lost: the rise of the memory in use where the run has page counts
+    /// (macOS), else by the rule of [`recorded`]. `base_bytes` is what a percentage of the
+    /// level is of (`hw.memsize_usable` on a Mac), `free_start_percent` the level at the
+    /// run's start.
+    Machine {
+        /// The memory the level is a share of, bytes.
+        base_bytes: u64,
         /// Free memory at its start, percent.
         free_start_percent: f64,
     },
 }
 
 impl Taken {
-    /// This OS's measure for a run that started with `free_start_percent` of `total_bytes`
-    /// free: the footprint where it is exact (Linux), the drop of free memory elsewhere.
-    pub fn here(total_bytes: u64, free_start_percent: f64) -> Self {
-        if cfg!(target_os = "linux") {
+    /// The measure for a run on the machine `machine` reads, with `free_start_percent` free
+    /// at its start: what the machine lost where the kernel counts pages in use (macOS) or
+    /// the footprint is not exact (any OS but Linux); the footprint on Linux.
+    pub fn here(machine: &SystemCounters, free_start_percent: f64) -> Self {
+        if machine.in_use_bytes.is_none() && cfg!(target_os = "linux") {
             Taken::Footprint
         } else {
-            Taken::FreeDrop {
-                total_bytes,
+            Taken::Machine {
+                base_bytes: machine.level_base_bytes(),
                 free_start_percent,
             }
         }
     }
 }
 
+/// What a recorded run took of `base_bytes`, from its footprint, swap and level alone (see
+/// the module docs): a run that swapped (past its verdict's tolerance) filled RAM and took
+/// the drop of the level; one that did not took the larger of that drop and its peak
+/// footprint, the footprint counted up to what stayed available at its lowest.
+pub fn recorded(verdict: &Verdict, base_bytes: u64, free_start_percent: f64) -> u64 {
+    let lowest = verdict
+        .lowest_free_percent
+        .unwrap_or(free_start_percent)
+        .min(free_start_percent);
+    let drop = crate::units::percent_of_bytes(free_start_percent - lowest, base_bytes);
+    if verdict.swap_growth_bytes > verdict.fits_tolerance_bytes {
+        return drop;
+    }
+    let available_at_lowest = crate::units::percent_of_bytes(lowest, base_bytes);
+    let resident = verdict
+        .peak_footprint_bytes
+        .unwrap_or(0)
+        .min(available_at_lowest);
+    resident.max(drop)
+}
+
 /// What one run needed, bytes, and whether that is only a lower bound (it did not end on
 /// its own), already raised (see the module docs).
 pub fn need_of(verdict: &Verdict, taken: Taken) -> (u64, bool) {
-    let footprint = verdict.peak_footprint_bytes.unwrap_or(0);
-    let taken = match (taken, verdict.lowest_free_percent) {
-        (
-            Taken::FreeDrop {
-                total_bytes,
-                free_start_percent,
-            },
-            Some(lowest),
-        ) => crate::units::percent_of_bytes(free_start_percent - lowest, total_bytes),
-        _ => footprint,
+    let taken = match taken {
+        Taken::Footprint => verdict.peak_footprint_bytes.unwrap_or(0),
+        Taken::Machine {
+            base_bytes,
+            free_start_percent,
+        } => verdict
+            .in_use_rise_bytes
+            .unwrap_or_else(|| recorded(verdict, base_bytes, free_start_percent)),
     };
     let measured = taken.saturating_add(verdict.swap_growth_bytes);
     let lower_bound = match &verdict.ended {
@@ -233,10 +272,36 @@ pub fn predict(runs: &[PastRun]) -> Option<Prediction> {
     })
 }
 
-/// The answer for `free_bytes` free now with a free floor of `floor_bytes`: `Ok(room left)`
-/// when it fits, `Err(short by)` when it does not.
-pub fn answer(prediction: &Prediction, free_bytes: u64, floor_bytes: u64) -> Result<u64, u64> {
-    let room = free_bytes.saturating_sub(floor_bytes);
+/// The room a new job has now, as every "will it fit" reads it (`fit`, `--wait-fit`, the
+/// queue, the app's Guard form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Room {
+    /// Free for a new job now, bytes ([`SystemCounters::room_bytes`]).
+    pub free_bytes: u64,
+    /// The free floor the guard keeps, bytes.
+    pub floor_bytes: u64,
+}
+
+impl Room {
+    /// The room in `system` with a free floor of `floor_percent` (of the memory the level is
+    /// a share of).
+    pub fn now(system: &SystemCounters, floor_percent: f64) -> Self {
+        Room {
+            free_bytes: system.room_bytes(),
+            floor_bytes: system.percent_bytes(floor_percent),
+        }
+    }
+
+    /// Room left above the floor, bytes.
+    pub fn above_floor_bytes(&self) -> u64 {
+        self.free_bytes.saturating_sub(self.floor_bytes)
+    }
+}
+
+/// The answer for `room`: `Ok(room left)` when the prediction fits above the floor,
+/// `Err(short by)` when it does not.
+pub fn answer(prediction: &Prediction, room: Room) -> Result<u64, u64> {
+    let room = room.above_floor_bytes();
     if prediction.need_bytes <= room {
         Ok(room - prediction.need_bytes)
     } else {

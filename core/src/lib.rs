@@ -50,4 +50,8 @@ pub use error::CounterError;
 #[cfg(test)]
 mod fuzz_tests;
 #[cfg(all(test, unix))]
+mod mac_lineage_tests;
+#[cfg(all(test, unix))]
+mod mac_memory_tests;
+#[cfg(all(test, unix))]
 mod mac_tests;

@@ -304,70 +304,83 @@ fn a_paused_member_killed_from_outside_is_gone_while_it_frees_its_memory() {
     );
 }
 
-#[test]
-fn host_statistics_are_asked_once_a_second_and_compressed_memory_is_always_fresh() {
-    // Defect 5: xnu answers a third-party caller from a shared cache after a few calls a
-    // second. Sampling at 10 a second must still see every change of the compressor, and
-    // every host answer it gets must be a real one.
-    let (reader, _) = mac();
-    let mut compressed = Vec::new();
-    for step in 0..30u64 {
-        reader.kernel().vm(|vm| {
-            vm.compressor_bytes = (1000 + step) * PAGE_BYTES;
-            vm.swapins = step * 10;
-        });
-        let system = reader.read_system().unwrap();
-        compressed.push(system.compressed_bytes.unwrap());
-        assert!(system.swapped_in_bytes <= step * 10 * PAGE_BYTES);
+/// Memory in use as the page model holds it now, bytes: what a fresh answer would say.
+fn in_use_now(reader: &XnuReader<FakeMac>) -> u64 {
+    let c = reader.kernel().memory(|m| m.counts());
+    (c.internal - c.purgeable + c.wired + c.compressor) * PAGE_BYTES
+}
+
+/// Samples ten times a second for 3 s while a job touches memory, `others` third-party
+/// monitors polling `host_statistics64` before each sample: what the model held before the
+/// first touch and at each sample, and what each sample read of memory in use.
+fn sample_while_touching(reader: &XnuReader<FakeMac>, others: u32) -> (Vec<u64>, Vec<u64>) {
+    let job = reader.kernel().spawn(1, "python3");
+    let (mut truths, mut reads) = (vec![in_use_now(reader)], Vec::new());
+    for _ in 0..30 {
+        for _ in 0..others {
+            reader.kernel().other_monitor_polls();
+        }
+        reader.kernel().touch(job, 100 << 20);
+        let truth = reader.kernel().memory(|m| m.counts());
+        let s = reader.read_system().unwrap();
+        // Swap and the level are sysctls: fresh at every sample, whatever the cache does.
+        assert_eq!(s.free_percent, truth.level as f64);
+        assert_eq!(s.swap_used_bytes, truth.swap_used_bytes);
+        truths.push(in_use_now(reader));
+        reads.push(s.in_use_bytes.unwrap());
         reader.kernel().advance(Duration::from_millis(100));
     }
-    let expected: Vec<u64> = (0..30).map(|step| (1000 + step) * PAGE_BYTES).collect();
-    assert_eq!(compressed, expected, "the sysctl, never a cached repeat");
-    let (real, cached) = reader.kernel().host_calls();
-    assert_eq!(
-        (real, cached),
-        (3, 0),
-        "once a second over 3 s, each one real"
-    );
-    // Asked ten times a second, as before, most answers would have been the cache's.
-    for _ in 0..10 {
-        reader.kernel().host_vm_info().unwrap();
-    }
-    let (_, cached) = reader.kernel().host_calls();
-    assert_eq!(cached, 10 - HOST_STATS_REAL_PER_WINDOW);
+    (truths, reads)
+}
+
+/// True when each read is what the model held at most `samples` samples before it (its own
+/// sample is `truths[i + 1]`).
+fn each_at_most_behind(truths: &[u64], reads: &[u64], samples: usize) -> bool {
+    reads.iter().enumerate().all(|(i, read)| {
+        let since = (i + 1).saturating_sub(samples);
+        truths[since..=i + 1].contains(read)
+    })
 }
 
 #[test]
-fn another_monitor_sharing_the_cache_does_not_freeze_what_has_a_sysctl() {
+fn page_counts_are_asked_once_a_second_and_swap_and_the_level_at_every_sample() {
+    // Defect 5 of issue 21, with issue 29's correction: xnu's budget of 2-10 real answers a
+    // second and its cached answer are shared by every third-party process. Sampling at 10 a
+    // second, Headroom asks once a second, and each of its answers is a real one.
     let (reader, _) = mac();
-    let mut seen = Vec::new();
-    for step in 0..20u64 {
-        for _ in 0..3 {
-            reader.kernel().other_monitor_polls();
-        }
-        reader.kernel().vm(|vm| {
-            vm.compressor_bytes = (2000 + step) * PAGE_BYTES;
-            vm.swap_used_bytes = step << 20;
-            vm.level_percent = 60 - u32::try_from(step).unwrap();
-        });
-        let s = reader.read_system().unwrap();
-        seen.push((
-            s.compressed_bytes.unwrap(),
-            s.swap_used_bytes,
-            s.free_percent,
-        ));
-        reader.kernel().advance(Duration::from_millis(100));
+    let (truths, reads) = sample_while_touching(&reader, 0);
+    let (real, cached) = reader.kernel().host_calls();
+    assert_eq!((real, cached), (3, 0), "once a second over 3 s, each real");
+    // Each reading is the model's at the last real answer: at most a second old.
+    assert!(each_at_most_behind(&truths, &reads, 9));
+    assert!(
+        !each_at_most_behind(&truths, &reads, 0),
+        "not asked at each sample"
+    );
+    // Asked ten times within a second, the answers past the window's budget are the cache's.
+    reader.kernel().advance(Duration::from_secs(1));
+    for _ in 0..10 {
+        reader.kernel().host_vm_info().unwrap();
     }
+    let (real_after, cached_after) = reader.kernel().host_calls();
+    let real_in_window = real_after - real;
+    assert!(
+        HOST_STATS_REAL_PER_WINDOW.contains(&real_in_window),
+        "{real_in_window} real answers"
+    );
+    assert_eq!(cached_after - cached, 10 - real_in_window);
+}
+
+#[test]
+fn another_monitor_spending_the_budget_leaves_the_page_counts_a_second_old_at_most() {
+    let (reader, _) = mac();
+    let (truths, reads) = sample_while_touching(&reader, 12);
     assert!(
         reader.kernel().host_calls().1 > 0,
-        "the other monitor hit the cache"
+        "the other monitors hit the cache"
     );
-    for (step, (compressed, swap, free)) in seen.into_iter().enumerate() {
-        let step = step as u64;
-        assert_eq!(compressed, (2000 + step) * PAGE_BYTES);
-        assert_eq!(swap, step << 20);
-        assert_eq!(free, (60 - step) as f64);
-    }
+    // Whoever got the last real answer, the snapshot is of the same second: never older.
+    assert!(each_at_most_behind(&truths, &reads, 10));
 }
 
 #[test]

@@ -8,8 +8,16 @@
 //!   parent exits. Where it does not (macOS: no subreaper, orphans go to launchd), the
 //!   command's process group is listed at each look (`CounterSource::group_pids`), and
 //!   every few looks each process is asked which parent it was forked from
-//!   (`CounterSource::lineage`, a unique id re-parenting does not change): a `setsid`
-//!   worker whose parent exited is still found.
+//!   (`CounterSource::lineage`: a `setsid` worker whose parent exited is still found) and,
+//!   when it started after the job, whether its environment carries the job's mark
+//!   (`CounterSource::carries_job_mark`, `HEADROOM_JOB`, which the guard gives the command and
+//!   fork and exec pass on). What xnu keeps and what escapes: the forked-from id
+//!   (`p_puniqueid`) survives re-parenting but not an exec after it (`pinsertchild` sets it
+//!   to the new parent, launchd) and names a parent only if that parent was seen; the mark
+//!   survives both, and a double fork whose middle process lived less than one look. A
+//!   process that leaves the group (`setsid`, `setpgid`), whose parent was never seen or which
+//!   exec'd after its re-parenting, AND that cleared its environment (`env -i`, a launchd job)
+//!   is not found.
 //! - A process picked by pid: it and every descendant ever seen.
 //!
 //! The job runs while any member lives. [`MemberSet::refresh`] runs once a tick on the
@@ -47,6 +55,10 @@ pub struct Members {
     ever: HashSet<ProcessIdentity>,
     /// Unique ids of the members seen (where the OS has them), for the lineage search.
     unique_ids: HashSet<u64>,
+    /// The root's unique id: a process with a larger one started after the job.
+    root_unique: Option<u64>,
+    /// The mark the job's command carries in its environment (macOS: the lineage search).
+    mark: Option<String>,
     /// Looks so far: the lineage search runs every [`LINEAGE_EVERY`].
     looks: u64,
     /// The job's own cgroup, where it has one: its processes are the members, exactly.
@@ -76,6 +88,8 @@ impl Members {
             }],
             ever: HashSet::from([leader]),
             unique_ids: HashSet::new(),
+            root_unique: None,
+            mark: None,
             looks: 0,
             cgroup: None,
             cgroup_peak_bytes: None,
@@ -87,6 +101,14 @@ impl Members {
     /// cgroup's members are stopped.
     pub fn in_cgroup(mut self, cgroup: JobCgroup) -> Self {
         self.cgroup = Some(cgroup);
+        self
+    }
+
+    /// The job's command carries `mark` in its environment ([`crate::counters::JOB_MARK_ENV`]):
+    /// where the OS tracks lineage, a process started after the job that carries it is a
+    /// member, however it was re-parented.
+    pub fn with_mark(mut self, mark: String) -> Self {
+        self.mark = Some(mark);
         self
     }
 
@@ -213,23 +235,32 @@ impl Members {
     fn remember_lineage(&mut self, counters: &impl CounterSource, pid: u32) {
         if let Ok(Some((unique, _))) = counters.lineage(pid) {
             self.unique_ids.insert(unique);
+            if pid == self.root.pid {
+                self.root_unique.get_or_insert(unique);
+            }
         }
     }
 
-    /// The processes not yet members that were forked from a member (by unique id).
+    /// The processes not yet members that were forked from a member (by unique id), or that
+    /// started after the job and carry its mark.
     fn forked_from_members(&self, counters: &impl CounterSource, known: &HashSet<u32>) -> Vec<u32> {
         if self.unique_ids.is_empty() {
             return Vec::new();
         }
+        let marked = |pid: u32, unique: u64| {
+            let newer = self.root_unique.is_some_and(|root| unique > root);
+            self.mark
+                .as_deref()
+                .is_some_and(|mark| newer && counters.carries_job_mark(pid, mark).unwrap_or(false))
+        };
         let all = counters.all_pids().unwrap_or_default();
         all.into_iter()
             .filter(|pid| !known.contains(pid))
-            .filter(|&pid| {
-                counters
-                    .lineage(pid)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|(_, parent)| self.unique_ids.contains(&parent))
+            .filter(|&pid| match counters.lineage(pid) {
+                Ok(Some((unique, parent))) => {
+                    self.unique_ids.contains(&parent) || marked(pid, unique)
+                }
+                _ => false,
             })
             .collect()
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
 use crate::counters::{PressureLevel, SystemCounters};
 use crate::engine::{Action, Engine, FINISHED_KEEP};
+use crate::fit::Room;
 use crate::history::{History, Metric, METRICS};
 use crate::sampler::Sample;
 use crate::units::format_bytes_short;
@@ -87,6 +88,17 @@ impl Monitor {
             .first()
             .map(|p| f64::from(p.get(Metric::SwapUsedBytes).min))
             .filter(|v| v.is_finite())
+    }
+
+    /// The latest reading of the system, if any.
+    pub fn last_system(&self) -> Option<&SystemCounters> {
+        self.last.as_ref().map(|(_, system)| system)
+    }
+
+    /// The room a new job has now ([`Room::now`]) with a free floor of `floor_percent`, from
+    /// the latest reading; `None` before the first.
+    pub fn room(&self, floor_percent: f64) -> Option<Room> {
+        Some(Room::now(self.last_system()?, floor_percent))
     }
 
     /// The header view for a chart window; `None` before the first reading.

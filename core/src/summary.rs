@@ -42,6 +42,9 @@ pub struct Summary {
     pub swap_rise_bytes: u64,
     /// Lowest free memory, percent.
     pub lowest_level_percent: f64,
+    /// How much the memory in use rose from the first sample to its highest, where the
+    /// samples carry it (Headroom's Mac traces; see [`crate::fit`]).
+    pub in_use_rise_bytes: Option<u64>,
     /// `t` of the last sample, seconds.
     pub duration_seconds: f64,
     /// Per-stage peaks, in the order stages began (empty without stage events).
@@ -134,6 +137,14 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
         swap_peak_bytes: swap_peak,
         swap_end_bytes: last.swap_used,
         swap_rise_bytes: swap_peak.saturating_sub(first.swap_used),
+        in_use_rise_bytes: first.in_use.map(|start| {
+            let peak = samples
+                .iter()
+                .filter_map(|s| s.in_use)
+                .max()
+                .unwrap_or(start);
+            peak.saturating_sub(start)
+        }),
         lowest_level_percent: samples
             .iter()
             .map(|s| s.level)

@@ -55,6 +55,8 @@ pub fn moved_aside(dir: &Path) -> Vec<PathBuf> {
 /// for tests of code that consumes counters.
 pub fn system_counters(swap_used_bytes: u64, free_percent: f64) -> SystemCounters {
     SystemCounters {
+        usable_bytes: None,
+        in_use_bytes: None,
         total_bytes: 48 << 30,
         free_percent,
         pressure: Some(PressureLevel::Normal),

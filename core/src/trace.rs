@@ -72,6 +72,9 @@ pub struct SampleRecord {
     /// Compressed memory, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compressed: Option<u64>,
+    /// Memory in use from the kernel's page counts (macOS: app + wired + compressed), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_use: Option<u64>,
     /// Pressure level word.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pressure: Option<String>,
@@ -117,6 +120,9 @@ pub struct EventRecord {
 pub fn memory_meta(system: &crate::counters::SystemCounters) -> Map<String, Value> {
     let mut meta = Map::new();
     meta.insert("total_memory".into(), system.total_bytes.into());
+    if let Some(usable) = system.usable_bytes {
+        meta.insert("usable_memory".into(), usable.into());
+    }
     match &system.cgroup {
         Some(c) => {
             meta.insert("memory_scope".into(), "cgroup".into());

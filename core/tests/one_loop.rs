@@ -50,19 +50,10 @@ impl Source for Recorded {
             system: Some(SystemCounters {
                 total_bytes: 48 << 30,
                 free_percent: s.level,
-                pressure: None,
                 swap_used_bytes: s.swap_used,
                 swap_total_bytes: s.swap_total.unwrap_or(0),
                 compressed_bytes: s.compressed,
-                wired_bytes: None,
-                app_bytes: None,
-                swapped_in_bytes: 0,
-                swapped_out_bytes: 0,
-                paged_in_bytes: 0,
-                paged_out_bytes: 0,
-                oom_kills: None,
-                cgroup: None,
-                cgroup_note: None,
+                ..SystemCounters::default()
             }),
             tracked: vec![TrackedSample {
                 identity: LEADER,

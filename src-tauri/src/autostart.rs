@@ -1,21 +1,30 @@
 //! Launch at login (tauri-plugin-autostart): the setting and the tray's menu item.
 //!
 //! On macOS the plugin writes a LaunchAgent naming the running executable. Run from the
-//! disk image (`/Volumes/…`) or an App Translocation copy, that path is gone after the next
-//! eject or restart, so turning it on there is refused with a reason, as "Install
-//! command-line tool…" refuses ([`is_transient`]).
+//! disk image (a read-only volume) or an App Translocation copy, that path is gone after the
+//! next eject or restart, so turning it on there is refused with a reason, as "Install
+//! command-line tool…" refuses ([`is_transient`]). An app on an external drive
+//! (`/Volumes/…`, writable) is a real install and is not refused.
 
 use std::path::Path;
 
 use tauri::{AppHandle, Runtime};
 
-/// True when `exe` is not a lasting install: on a mounted volume (the disk image) or an
-/// App Translocation copy (a quarantined app opened where it was downloaded).
-pub fn is_transient(exe: &Path) -> bool {
-    exe.starts_with("/Volumes")
+/// True when `exe` is not a lasting install: an App Translocation copy (a quarantined app
+/// opened where it was downloaded) or on a read-only volume (the disk image), as
+/// `read_only` says of its volume.
+pub fn transient(exe: &Path, read_only: bool) -> bool {
+    read_only
         || exe
             .components()
             .any(|c| c.as_os_str() == "AppTranslocation")
+}
+
+/// [`transient`] for `exe` on this machine (its volume asked; one that cannot be asked is
+/// taken as a lasting one).
+pub fn is_transient(exe: &Path) -> bool {
+    let read_only = headroom_core::unix::volume::is_read_only(exe).unwrap_or(false);
+    transient(exe, read_only)
 }
 
 /// Why launch at login may not be turned on for the app at `exe`, if it may not.

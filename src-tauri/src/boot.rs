@@ -39,6 +39,9 @@ impl AppState {
         for set in monitor.jobs.tracked() {
             sampler.track(&set);
         }
+        // A hint (macOS): a memory-pressure event brings the next tick forward.
+        let waker = sampler.waker();
+        headroom_core::unix::pressure::on_memory_pressure(Box::new(move || waker.tick_now()));
         let marks = headroom_core::marks::MarkServer::bind(&dirs.run_dir())
             .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
             .ok();

@@ -410,11 +410,7 @@ mod tests {
 
     #[test]
     fn refuses_the_disk_image_translocation_and_a_missing_tool() {
-        let exe = Path::new("/Volumes/Headroom/Headroom.app/Contents/MacOS/headroom-app");
-        assert!(matches!(
-            plan(exe, Path::new("/nonexistent/headroom")),
-            Err(Problem::NotInstalled { .. })
-        ));
+        refuses_an_app_on_a_read_only_volume();
         let exe = Path::new(
             "/private/var/folders/x/AppTranslocation/1234/d/Headroom.app/Contents/MacOS/headroom-app",
         );
@@ -434,6 +430,45 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("no command-line tool inside"));
+    }
+
+    /// The disk image is a read-only volume: an app on one is refused (a real read-only
+    /// tmpfs, as root; CI runs as root), and the same app on a writable volume (an external
+    /// drive) is a real install.
+    fn refuses_an_app_on_a_read_only_volume() {
+        let volume = tempfile::tempdir().unwrap();
+        let app = volume.path().join("Headroom.app/Contents/MacOS");
+        let mount = |options: &str| {
+            std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+                .arg(volume.path())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !mount("size=1m") {
+            eprintln!("skipping the disk image: mounting a volume needs root");
+            return;
+        }
+        std::fs::create_dir_all(&app).unwrap();
+        let exe = app.join("headroom-app");
+        std::fs::write(&exe, b"app").unwrap();
+        std::fs::write(app.join(TOOL_NAME), b"tool").unwrap();
+        let link = Path::new("/nonexistent/headroom");
+        let writable = plan(&exe, link);
+        let remounted = mount("remount,ro,size=1m");
+        let read_only = plan(&exe, link);
+        let _ = std::process::Command::new("umount")
+            .arg(volume.path())
+            .status();
+        assert!(
+            !matches!(writable, Err(Problem::NotInstalled { .. })),
+            "{writable:?}"
+        );
+        assert!(remounted, "remount read-only");
+        assert!(
+            matches!(read_only, Err(Problem::NotInstalled { .. })),
+            "{read_only:?}"
+        );
     }
 
     #[test]

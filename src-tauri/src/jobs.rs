@@ -108,13 +108,17 @@ pub fn carry_out<R: Runtime>(app: &AppHandle<R>, actions: Vec<Action>) {
         if matches!(event, JobEvent::Stage { .. }) {
             continue;
         }
-        let handle = app.clone();
-        let on_button = move |key: &str| {
-            if let Err(e) = answer(&handle, job_id, key) {
-                tracing::warn!(job_id, key, error = %e, "notification button");
-            }
-        };
-        crate::notify::job_event(app, &command, &event, on_button);
+        crate::notify::job_event(app, &command, &event, on_button(app, job_id));
+    }
+}
+
+/// What a button of job `job_id`'s notification does: [`answer`], a failure logged.
+pub fn on_button<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> impl FnOnce(&str) + Send {
+    let handle = app.clone();
+    move |key: &str| {
+        if let Err(e) = answer(&handle, job_id, key) {
+            tracing::warn!(job_id, key, error = %e, "notification button");
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod marks;
 mod metrics;
 mod notify;
 mod persist;
+mod screens;
 mod state;
 mod ticker;
 #[cfg(not(test))]
@@ -29,6 +30,7 @@ pub use state::AppState;
 pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<R> {
     builder
         .manage(state)
+        .manage(notify::Buttons::default())
         .invoke_handler(tauri::generate_handler![
             commands::get_config,
             commands::get_status,
@@ -82,6 +84,8 @@ pub fn run() {
             metrics::start_if_set(app.handle());
             #[cfg(unix)]
             quit_on_signals(app.handle().clone());
+            #[cfg(not(test))]
+            notify::register(app.handle());
             notify::report_startup_problems(app.handle());
             if window::show_requested() {
                 window::show(app.handle());

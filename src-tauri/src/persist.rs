@@ -116,21 +116,18 @@ pub fn job_started(state: &AppState, job_id: u64) {
 /// Records a finished job in the run history (its key, and the memory it ran in: what it
 /// took is measured as the CLI measures it), and forgets it as active.
 pub fn job_finished(state: &AppState, job_id: u64) {
-    let (record, start, total_bytes) = {
+    let (record, start, machine) = {
         let monitor = lock(&state.monitor);
-        let total_bytes = monitor
-            .status(Duration::from_secs(60))
-            .map(|s| s.total_bytes);
         (
             monitor.jobs.finished_record(job_id),
             monitor.jobs.run_start(job_id),
-            total_bytes,
+            monitor.last_system().cloned(),
         )
     };
     let (Some(record), Some(start)) = (record, start) else {
         return;
     };
-    let context = RunContext::here(start.key, total_bytes, start.free_start_percent);
+    let context = RunContext::here(start.key, machine.as_ref(), start.free_start_percent);
     if let Some(store) = lock(&state.store).as_mut() {
         if let Err(e) = store.record_run(&record, &context) {
             tracing::warn!(error = %e, "cannot record the job");

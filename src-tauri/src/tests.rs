@@ -527,6 +527,15 @@ fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_t
     );
 }
 
+/// A click on button `key` of notification `id`, as tauri-plugin-notification reports it to
+/// its `on_action` handler (the same on Linux and macOS).
+#[cfg(target_os = "linux")]
+fn click(handle: &tauri::AppHandle<tauri::test::MockRuntime>, id: i32, key: &str) {
+    let done: tauri_plugin_notification::ActionPerformed =
+        serde_json::from_value(json!({"actionId": key, "notification": {"id": id}})).unwrap();
+    crate::notify::answered(handle, &done);
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn notification_buttons_spare_pause_resume_and_stop() {
@@ -568,15 +577,24 @@ fn notification_buttons_spare_pause_resume_and_stop() {
         let jobs = call(&app, "get_jobs", json!({})).unwrap();
         jobs[0]["id"].as_str().unwrap()[4..].parse::<u64>().unwrap()
     };
-    let id = job_id();
-    crate::jobs::answer(&handle, id, "pause").unwrap();
+    // The notification of `event` for the job, through the path the engine's events take;
+    // its id (the plugin's notification id) for the click.
+    let notify = |event: &JobEvent| {
+        let id = job_id();
+        let on_button = crate::jobs::on_button(&handle, id);
+        crate::notify::job_event(&handle, "sleep 60", event, on_button).unwrap()
+    };
+    let note = notify(&warning);
+    click(&handle, note, "pause");
     assert!(eventually(|| proc_state(pid) == Some('T')));
-    crate::jobs::answer(&handle, id, "resume").unwrap();
+    click(&handle, note, "pause");
+    assert_eq!(proc_state(pid), Some('T'), "a button answers once");
+    click(&handle, notify(&paused), "resume");
     assert!(eventually(|| proc_state(pid) != Some('T')));
     // "Spare it" on a paused job resumes it, then lets it go.
-    crate::jobs::answer(&handle, id, "pause").unwrap();
+    click(&handle, notify(&warning), "pause");
     assert!(eventually(|| proc_state(pid) == Some('T')));
-    crate::jobs::answer(&handle, id, "spare").unwrap();
+    click(&handle, notify(&warning), "spare");
     assert!(eventually(|| proc_state(pid) != Some('T')));
     assert!(call(&app, "get_jobs", json!({}))
         .unwrap()
@@ -590,7 +608,25 @@ fn notification_buttons_spare_pause_resume_and_stop() {
         json!({"pid": pid, "swapBudget": "8G", "killFree": "0"}),
     )
     .unwrap();
-    crate::jobs::answer(&handle, job_id(), "stop").unwrap();
+    // An event without buttons has no id; an old notification's click does nothing.
+    assert_eq!(
+        crate::notify::job_event(
+            &handle,
+            "x",
+            &JobEvent::SwapGrew {
+                growth_bytes: 1,
+                step: 1
+            },
+            |_| {}
+        ),
+        None
+    );
+    click(&handle, note, "stop");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "not by a used notification"
+    );
+    click(&handle, notify(&paused), "stop");
     assert!(
         eventually(|| child.try_wait().unwrap().is_some()),
         "not stopped"
@@ -767,7 +803,7 @@ fn the_page_config_is_what_the_commands_enforce() {
 
 #[test]
 fn the_popover_stays_on_the_screen_that_holds_the_pointer() {
-    use crate::window::{placement, Rect};
+    use crate::screens::{placement, Rect};
     // (work area, scale, pointer) on screens of 1280×900, 1280×800, 1024×600, a HiDPI one,
     // and a second screen to the right of the first.
     let cases = [
@@ -799,7 +835,7 @@ fn the_popover_stays_on_the_screen_that_holds_the_pointer() {
 
 #[test]
 fn the_popover_opens_under_the_tray_icon_and_never_under_the_menu_bar() {
-    use crate::window::{anchor, placement, Rect};
+    use crate::screens::{anchor, placement, Rect};
     // Recorded-shape cases, physical pixels, y down from the top of the main screen:
     // (work area, scale, tray icon rect, expected top-left of the popover).
     let notch_area = Rect(0.0, 74.0, 3024.0, 1890.0); // 14" MacBook Pro: a 37 pt menu bar
@@ -852,19 +888,42 @@ fn the_popover_opens_under_the_tray_icon_and_never_under_the_menu_bar() {
 
 #[test]
 fn launch_at_login_is_refused_for_an_app_on_the_disk_image() {
+    use crate::autostart::transient;
     use std::path::Path;
-    let on_image = Path::new("/Volumes/Headroom/Headroom.app/Contents/MacOS/headroom-app");
-    let why = crate::autostart::refusal(on_image).unwrap();
+    // (executable, its volume read-only, refused): the disk image is a read-only volume; an
+    // external drive under /Volumes is a real install.
+    let image = "/Volumes/Headroom/Headroom.app/Contents/MacOS/headroom-app";
+    let translocated =
+        "/private/var/folders/x/AppTranslocation/ABC/d/Headroom.app/Contents/MacOS/headroom-app";
+    let cases = [
+        (image, true, true),
+        (
+            "/Volumes/Projects/Headroom.app/Contents/MacOS/headroom-app",
+            false,
+            false,
+        ),
+        (translocated, false, true),
+        (
+            "/Applications/Headroom.app/Contents/MacOS/headroom-app",
+            false,
+            false,
+        ),
+    ];
+    for (exe, read_only, refused) in cases {
+        assert_eq!(transient(Path::new(exe), read_only), refused, "{exe}");
+    }
+    // On this machine: an app in a writable folder is installed; in a missing one (its
+    // volume cannot be asked) it is taken as installed too, translocated it is refused with
+    // the reason.
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path().join("Headroom.app/Contents/MacOS/headroom-app");
+    assert_eq!(crate::autostart::refusal(&here), None);
+    assert_eq!(crate::autostart::refusal(dir.path()), None);
+    let why = crate::autostart::refusal(Path::new(translocated)).unwrap();
     assert!(
-        why.contains("/Volumes/Headroom") && why.contains("Applications"),
+        why.contains("AppTranslocation") && why.contains("Applications"),
         "{why}"
     );
-    let translocated = Path::new(
-        "/private/var/folders/x/AppTranslocation/ABC/d/Headroom.app/Contents/MacOS/headroom-app",
-    );
-    assert!(crate::autostart::refusal(translocated).is_some());
-    let installed = Path::new("/Applications/Headroom.app/Contents/MacOS/headroom-app");
-    assert_eq!(crate::autostart::refusal(installed), None);
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 
 use tauri::{AppHandle, Manager, Runtime, Window, WindowEvent};
 
+use crate::screens::{anchor, placement, Rect};
 use crate::state::AppState;
 
 /// The popover's window label.
@@ -63,63 +64,73 @@ pub fn show<R: Runtime>(app: &AppHandle<R>) {
     let _ = w.set_focus();
 }
 
-/// The popover's size in logical pixels (`tauri.conf.json`), and its distance from the edges
-/// of the screen and from what it opens under.
-const SIZE: (f64, f64) = (380.0, 560.0);
-const MARGIN: f64 = 8.0;
-
-/// A rectangle in physical pixels: x, y, width, height (y down from the top of the main
-/// screen, as tao and tray-icon give them).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rect(pub f64, pub f64, pub f64, pub f64);
-
-/// What the popover opens under: the bottom centre of the tray icon's rectangle (macOS:
-/// tray-icon reports the status item's top left and its size, so the bottom is y + height,
-/// not y), or, with no rectangle (shown before any tray event, `--show`, a second launch,
-/// Linux without a pointer), the top right of the work area: under the menu bar at the right.
-pub fn anchor(under: Option<Rect>, area: Rect) -> (f64, f64) {
-    match under {
-        Some(Rect(x, y, w, h)) => (x + w / 2.0, y + h),
-        None => (area.0 + area.2, area.1),
-    }
+/// The tray icon's rectangle as tray-icon gives it on macOS: physical pixels at the scale of
+/// the screen its menu bar is on (a physical value converts at any scale unchanged); `None`
+/// on Linux and before the icon is placed.
+fn tray_rect<R: Runtime>(app: &AppHandle<R>) -> Option<Rect> {
+    let rect = app.tray_by_id(TRAY_ID)?.rect().ok().flatten()?;
+    let position = rect.position.to_physical::<f64>(1.0);
+    let size = rect.size.to_physical::<f64>(1.0);
+    Some(Rect(position.x, position.y, size.width, size.height))
 }
 
-/// Where the popover goes on a screen whose work area (without the menu bar, the Dock or
-/// panels) is `area`, at `scale` physical pixels per logical one, opening under `at` (see
-/// [`anchor`]): just below it and centred on it, moved (and, on a small screen, shrunk) so
-/// that all of it stays inside the work area. Returns the window's rectangle in physical
-/// pixels.
-pub fn placement(area: Rect, scale: f64, at: (f64, f64)) -> Rect {
-    let Rect(ax, ay, aw, ah) = area;
-    let margin = MARGIN * scale;
-    let w = (SIZE.0 * scale).min(aw - 2.0 * margin).max(1.0);
-    let h = (SIZE.1 * scale).min(ah - 2.0 * margin).max(1.0);
-    let clamp = |v: f64, lo: f64, hi: f64| v.max(lo).min(hi.max(lo));
-    let x = clamp(at.0 - w / 2.0, ax + margin, ax + aw - margin - w);
-    let y = clamp(at.1 + margin, ay + margin, ay + ah - margin - h);
-    Rect(x.round(), y.round(), w.round(), h.round())
-}
-
-/// What the popover opens under: the tray icon's rectangle on macOS (`TrayIcon::rect`,
-/// `None` on Linux and before the icon is placed), else the pointer as a point.
+/// What the popover opens under: the tray icon's rectangle ([`tray_rect`]), else the
+/// pointer as a point.
 fn opens_under<R: Runtime>(app: &AppHandle<R>, w: &tauri::WebviewWindow<R>) -> Option<Rect> {
-    let tray = app
-        .tray_by_id(TRAY_ID)
-        .and_then(|tray| tray.rect().ok().flatten());
-    if let Some(rect) = tray {
-        // tray-icon gives physical pixels; the scale only converts a logical answer.
-        let scale = w.scale_factor().unwrap_or(1.0);
-        let position = rect.position.to_physical::<f64>(scale);
-        let size = rect.size.to_physical::<f64>(scale);
-        return Some(Rect(position.x, position.y, size.width, size.height));
-    }
-    let pointer = w.cursor_position().ok()?;
-    Some(Rect(pointer.x, pointer.y, 0.0, 0.0))
+    tray_rect(app).or_else(|| {
+        let pointer = w.cursor_position().ok()?;
+        Some(Rect(pointer.x, pointer.y, 0.0, 0.0))
+    })
+}
+
+/// macOS: puts the popover under the tray icon on the screen whose menu bar holds it, in
+/// points (see `screens.rs` for why not in pixels). False when there is no screen to place it
+/// on.
+#[cfg(target_os = "macos")]
+fn place_in_points<R: Runtime>(app: &AppHandle<R>, w: &tauri::WebviewWindow<R>) -> bool {
+    let screen = |m: &tauri::Monitor| {
+        let (pos, size, work) = (m.position(), m.size(), m.work_area());
+        crate::screens::Screen {
+            bounds: Rect(
+                f64::from(pos.x),
+                f64::from(pos.y),
+                f64::from(size.width),
+                f64::from(size.height),
+            ),
+            work_area: Rect(
+                f64::from(work.position.x),
+                f64::from(work.position.y),
+                f64::from(work.size.width),
+                f64::from(work.size.height),
+            ),
+            scale: m.scale_factor(),
+        }
+    };
+    let screens: Vec<_> = w
+        .available_monitors()
+        .unwrap_or_default()
+        .iter()
+        .map(screen)
+        .collect();
+    let main = w.primary_monitor().ok().flatten().map(|m| screen(&m));
+    let Some(Rect(x, y, width, height)) =
+        crate::screens::popover_in_points(tray_rect(app), &screens, main.as_ref())
+    else {
+        return false;
+    };
+    let _ = w.set_size(tauri::LogicalSize::new(width, height));
+    let _ = w.set_position(tauri::LogicalPosition::new(x, y));
+    true
 }
 
 /// Puts the popover under what it opens under (see [`opens_under`]), on that screen (or the
-/// main one), wholly inside its work area.
+/// main one), wholly inside its work area: in points on macOS ([`place_in_points`]), in the
+/// pixels the desktop shares elsewhere.
 fn place<R: Runtime>(app: &AppHandle<R>, w: &tauri::WebviewWindow<R>) {
+    #[cfg(target_os = "macos")]
+    if place_in_points(app, w) {
+        return;
+    }
     let under = opens_under(app, w);
     let monitor = under
         .and_then(|Rect(x, y, width, _)| w.monitor_from_point(x + width / 2.0, y).ok().flatten())

@@ -4,9 +4,10 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::counters::{CounterSource, Counters, SystemCounters};
 use headroom_core::defaults as d;
-use headroom_core::fit::{answer, job_key, Prediction};
+use headroom_core::fit::{answer, job_key, Prediction, Room};
+use headroom_core::store::RunRow;
 use headroom_core::units::{format_bytes, percent_of_bytes};
 use serde::Serialize;
 
@@ -22,10 +23,15 @@ Exit codes: 0 it fits, 1 it won't, 5 no past run of its key (run it once under \
 pub struct FitArgs {
     #[command(flatten)]
     history: HistoryKey,
-    /// Ask for this much free memory instead of what is free now: a size (30G) or a percent
-    /// of memory (40%).
+    /// Ask for this much free memory instead of the room now: a size (30G) or a percent of
+    /// the machine's memory (40%). The machine is `--total-memory`'s, else the one the key's
+    /// last run was recorded on (an imported trace's), else this one.
     #[arg(long, value_name = "SIZE|PERCENT")]
     free: Option<String>,
+    /// With `--free`: the memory of the machine the question is about (e.g. 48G), for the
+    /// free floor and a percent of `--free`.
+    #[arg(long, value_name = "SIZE", requires = "free", value_parser = super::values::parse_size)]
+    total_memory: Option<u64>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -48,33 +54,70 @@ struct FitJson<'a> {
     prediction: &'a Prediction,
     free_bytes: u64,
     floor_bytes: u64,
+    /// The memory of the machine the answer is about.
+    total_bytes: u64,
     fits: bool,
     spare_bytes: u64,
     short_bytes: u64,
     make_room: Vec<(String, u64)>,
 }
 
-/// The free memory `--free` asks for, of `total` bytes.
+/// The free memory `--free` asks for, on a machine of `total` bytes: a percent of it, or a
+/// size no larger than it.
 fn parse_free(text: &str, total: u64) -> Result<u64, String> {
     let t = text.trim();
     if let Some(percent) = t.strip_suffix('%') {
         let p = super::values::parse_percent(percent).map_err(|e| format!("--free: {e}"))?;
         return Ok(percent_of_bytes(p, total));
     }
-    super::values::parse_size(t).map_err(|e| format!("--free: {e}"))
+    let free = super::values::parse_size(t).map_err(|e| format!("--free: {e}"))?;
+    if free > total {
+        return Err(format!(
+            "--free: {} is more than the machine's memory ({}; --total-memory names another)",
+            format_bytes(free),
+            format_bytes(total)
+        ));
+    }
+    Ok(free)
+}
+
+/// The room the answer is about: now, on this machine; or with `--free`, on the machine of
+/// `--total-memory`, else the one the key's newest run was recorded on, else this one.
+/// Returns the room and that machine's memory, when it is not this one.
+fn room_asked(
+    args: &FitArgs,
+    system: &SystemCounters,
+    runs: &[RunRow],
+) -> Result<(Room, Option<u64>), String> {
+    let here = Room::now(system, d::KILL_FREE_PERCENT);
+    let Some(text) = &args.free else {
+        return Ok((here, None));
+    };
+    let recorded = runs.first().and_then(|r| r.total_bytes);
+    let other = args
+        .total_memory
+        .or(recorded)
+        .filter(|&t| t != system.total_bytes);
+    let Some(total) = other else {
+        let free_bytes = parse_free(text, system.level_base_bytes())?;
+        return Ok((Room { free_bytes, ..here }, None));
+    };
+    let room = Room {
+        free_bytes: parse_free(text, total)?,
+        floor_bytes: percent_of_bytes(d::KILL_FREE_PERCENT, total),
+    };
+    Ok((room, Some(total)))
 }
 
 /// Runs `headroom fit`.
 pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
     let system = counters.read_system()?;
-    let free = match &args.free {
-        Some(text) => parse_free(text, system.total_bytes).map_err(exit::Invalid)?,
-        None => percent_of_bytes(system.free_percent, system.total_bytes),
-    };
     let key = job_key(&args.command, args.history.key.as_deref());
     let store = open_store().map_err(exit::Invalid)?;
-    let (prediction, _) = prediction_of(&store, &key).map_err(exit::Invalid)?;
+    let (prediction, runs) = prediction_of(&store, &key).map_err(exit::Invalid)?;
+    let (room, other_machine) = room_asked(args, &system, &runs).map_err(exit::Invalid)?;
+    let free = room.free_bytes;
     let Some(p) = prediction else {
         say(&format!(
             "no past run of '{key}': run it once under `headroom guard`, or import a trace \
@@ -82,16 +125,17 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         ));
         return Ok(exit::status(exit::NO_HISTORY));
     };
-    let floor = percent_of_bytes(d::KILL_FREE_PERCENT, system.total_bytes);
-    let result = answer(&p, free, floor);
+    let result = answer(&p, room);
     let make_room = match result {
         Ok(_) => Vec::new(),
-        Err(short) => largest_others(&counters, short),
+        // What would make room is this machine's only.
+        Err(short) if other_machine.is_none() => largest_others(&counters, short),
+        Err(_) => Vec::new(),
     };
-    let now = if args.free.is_some() {
-        "free"
-    } else {
-        "free now"
+    let now = match other_machine {
+        Some(total) => format!("free on a {} machine", format_bytes(total)),
+        None if args.free.is_some() => "free".to_string(),
+        None => "free now".to_string(),
     };
     let line = match result {
         Ok(spare) => format!(
@@ -112,7 +156,8 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
             key: &key,
             prediction: &p,
             free_bytes: free,
-            floor_bytes: floor,
+            floor_bytes: room.floor_bytes,
+            total_bytes: other_machine.unwrap_or(system.total_bytes),
             fits: result.is_ok(),
             spare_bytes: result.unwrap_or(0),
             short_bytes: result.err().unwrap_or(0),

@@ -55,11 +55,11 @@ impl Before {
         })
     }
 
-    /// How this run's need is measured (from free memory at its start).
+    /// How this run's need is measured (from the memory at its start).
     fn taken(&self) -> Taken {
-        self.system.as_ref().map_or(Taken::Footprint, |s| {
-            Taken::here(s.total_bytes, s.free_percent)
-        })
+        self.system
+            .as_ref()
+            .map_or(Taken::Footprint, |s| Taken::here(s, s.free_percent))
     }
 
     /// The job's key.
@@ -196,7 +196,7 @@ pub fn after_end(before: &Before, outcome: &Outcome, mode: JobMode, flags: &Hist
         taken,
         ..RunContext::here(
             before.key.clone(),
-            before.system.as_ref().map(|s| s.total_bytes),
+            before.system.as_ref(),
             before.system.as_ref().map(|s| s.free_percent),
         )
     };
@@ -334,6 +334,7 @@ fn import(
         swap_start_bytes: summary.swap_start_bytes,
         peak_footprint_bytes: Some(summary.peak_footprint_bytes),
         lowest_free_percent: Some(summary.lowest_level_percent),
+        in_use_rise_bytes: summary.in_use_rise_bytes,
         duration: Duration::from_secs_f64(summary.duration_seconds.max(0.0)),
         ended: EndReason::Exited { code: 0 },
         processes: 0,
@@ -366,11 +367,12 @@ fn import(
         verdict,
     };
     let free_start_percent = trace.samples.first().map(|s| s.level);
-    // A trace's footprint is a Mac's (stageload) or may be: what the run took is the drop of
-    // free memory where the trace says of how much.
-    let taken = match (total, free_start_percent) {
-        (Some(total_bytes), Some(free_start_percent)) => Taken::FreeDrop {
-            total_bytes,
+    // A trace's footprint is a Mac's (stageload) or may be: what the run took is what the
+    // machine lost (`fit::recorded` without page counts), where the trace says of how much.
+    let base = meta.get("usable_memory").and_then(|v| v.as_u64()).or(total);
+    let taken = match (base, free_start_percent) {
+        (Some(base_bytes), Some(free_start_percent)) => Taken::Machine {
+            base_bytes,
             free_start_percent,
         },
         _ => Taken::Footprint,

@@ -6,12 +6,13 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 use headroom_core::counters::{CounterSource, Counters, SystemCounters};
+use headroom_core::fit::Room;
 use headroom_core::paths::Dirs;
 use headroom_core::policy::{Limits, WaitReason};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::queue::line::{places, Line};
 use headroom_core::queue::Place;
-use headroom_core::units::{format_bytes, format_duration, percent_of_bytes, printable, unix_ms};
+use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
 use serde::Serialize;
 
 use super::exit;
@@ -84,21 +85,17 @@ pub fn admitter<'a>(
 ) -> impl FnMut(&SystemCounters) -> Result<(), WaitReason> + 'a {
     let kill_free_percent = limits.kill_free_percent;
     let mut warned = false;
-    move |system: &SystemCounters| {
-        let of_total = |percent| percent_of_bytes(percent, system.total_bytes);
-        let free_bytes = of_total(system.free_percent);
-        let floor_bytes = of_total(kill_free_percent);
-        match line.admit(free_bytes, floor_bytes, counters) {
-            Ok(decision) => decision,
-            Err(e) => {
-                if !warned {
-                    say(&format!(
-                        "warning: the queue cannot be read ({e}); starting by free memory alone"
-                    ));
-                    warned = true;
-                }
-                Ok(())
+    move |system: &SystemCounters| match line.admit(Room::now(system, kill_free_percent), counters)
+    {
+        Ok(decision) => decision,
+        Err(e) => {
+            if !warned {
+                say(&format!(
+                    "warning: the queue cannot be read ({e}); starting by free memory alone"
+                ));
+                warned = true;
             }
+            Ok(())
         }
     }
 }

@@ -118,6 +118,15 @@ pub trait CounterSource {
         Ok(None)
     }
 
+    /// True when `pid`'s environment carries `mark` in [`JOB_MARK_ENV`] (a colon-separated
+    /// list: a guard inside a guard adds its own): the mark a guard gives the command it
+    /// starts, inherited through fork and exec, where the OS shows another process's
+    /// environment (macOS `KERN_PROCARGS2`, the same user's processes only). False where it
+    /// does not, or the process cleared its environment.
+    fn carries_job_mark(&self, _pid: u32, _mark: &str) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Every pid, for the lineage search (cheap: one call on macOS).
     fn all_pids(&self) -> Result<Vec<u32>> {
         Ok(self.scan_footprints()?.into_iter().map(|r| r.pid).collect())
@@ -135,6 +144,18 @@ pub trait CounterSource {
             what: format!("cgroup {}", cgroup.path),
         })
     }
+}
+
+/// The environment variable a guard marks the command it starts with (see
+/// [`CounterSource::carries_job_mark`]).
+pub const JOB_MARK_ENV: &str = "HEADROOM_JOB";
+
+/// True when the value of [`JOB_MARK_ENV`] in `env` (`NAME=value` strings) names `mark`.
+pub fn env_names_job_mark<S: AsRef<str>>(env: &[S], mark: &str) -> bool {
+    let prefix = format!("{JOB_MARK_ENV}=");
+    env.iter()
+        .filter_map(|entry| entry.as_ref().strip_prefix(&prefix))
+        .any(|value| value.split(':').any(|m| m == mark))
 }
 
 /// System-wide memory pressure, as the OS reports it.
@@ -193,13 +214,25 @@ impl PressureLevel {
 }
 
 /// System-wide memory counters at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SystemCounters {
     /// Physical memory (macOS `hw.memsize`, Linux `MemTotal`).
     pub total_bytes: u64,
-    /// Memory available to new work in percent of total (macOS `kern.memorystatus_level`,
-    /// Linux `MemAvailable / MemTotal`).
+    /// Free memory in percent: Linux `MemAvailable / MemTotal`; macOS
+    /// `kern.memorystatus_level`, Apple's "free percentage" of [`Self::usable_bytes`]: active,
+    /// inactive, free and speculative pages, so it does not fall while a job fills RAM with
+    /// pages it touches (they move from free to active). Good for a glance and a floor; what
+    /// a job needs and the room for one come from [`Self::in_use_bytes`] where it is known.
     pub free_percent: f64,
+    /// The memory the kernel hands out, where it is less than `total_bytes` (macOS
+    /// `hw.memsize_usable`, the level's denominator): what a percentage of the level is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable_bytes: Option<u64>,
+    /// Memory in use as Activity Monitor counts it, from the kernel's page counts (macOS: app
+    /// memory (internal - purgeable) + wired + the compressor's pages); `None` where the OS
+    /// keeps no such count (Linux, whose free memory counts what a job touches already).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_use_bytes: Option<u64>,
     /// Pressure level; `None` where the OS does not report it (Linux without PSI).
     pub pressure: Option<PressureLevel>,
     /// Swap in use (macOS `vm.swapusage` used; Linux `SwapTotal - SwapFree`).
@@ -232,6 +265,29 @@ pub struct SystemCounters {
     /// Why the cgroup could not be read, when it could not (the numbers are then the host's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_note: Option<String>,
+}
+
+impl SystemCounters {
+    /// What a percentage of [`Self::free_percent`] is of: the usable memory where it is
+    /// known (macOS), else the total.
+    pub fn level_base_bytes(&self) -> u64 {
+        self.usable_bytes.unwrap_or(self.total_bytes)
+    }
+
+    /// `percent` of [`Self::level_base_bytes`], bytes: a free floor, a level turned into bytes.
+    pub fn percent_bytes(&self, percent: f64) -> u64 {
+        crate::units::percent_of_bytes(percent, self.level_base_bytes())
+    }
+
+    /// The memory a new job has room in now, bytes: what is not in use where the kernel's
+    /// page counts say what is (macOS: free memory and cached files), else the free
+    /// percentage of the memory (Linux `MemAvailable`; a cgroup's room under its limit).
+    pub fn room_bytes(&self) -> u64 {
+        match self.in_use_bytes {
+            Some(used) => self.level_base_bytes().saturating_sub(used),
+            None => self.percent_bytes(self.free_percent),
+        }
+    }
 }
 
 /// A cgroup Headroom made for one job (Linux: `headroom guard` where it may create cgroups):

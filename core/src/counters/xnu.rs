@@ -56,6 +56,12 @@ pub mod vm {
     pub const REV1_COUNT: u32 = 38;
     /// `HOST_VM_INFO64_REV2_COUNT`: 40 ints, with `swapped_count`.
     pub const REV2_COUNT: u32 = 40;
+    /// `free_count` (u32; speculative pages included, as `vm_stat` says).
+    pub const FREE_COUNT: usize = 0;
+    /// `active_count` (u32).
+    pub const ACTIVE_COUNT: usize = 4;
+    /// `inactive_count` (u32).
+    pub const INACTIVE_COUNT: usize = 8;
     /// `wire_count` (u32).
     pub const WIRE_COUNT: usize = 12;
     /// `pageins` (u64).
@@ -64,12 +70,17 @@ pub mod vm {
     pub const PAGEOUTS: usize = 40;
     /// `purgeable_count` (u32).
     pub const PURGEABLE_COUNT: usize = 88;
+    /// `speculative_count` (u32).
+    pub const SPECULATIVE_COUNT: usize = 92;
     /// `swapins` (u64).
     pub const SWAPINS: usize = 112;
     /// `swapouts` (u64).
     pub const SWAPOUTS: usize = 120;
     /// `compressor_page_count` (u32).
     pub const COMPRESSOR_PAGE_COUNT: usize = 128;
+    /// `external_page_count` (u32): file-backed pages (with purgeable ones, Activity
+    /// Monitor's "cached files").
+    pub const EXTERNAL_PAGE_COUNT: usize = 136;
     /// `internal_page_count` (u32).
     pub const INTERNAL_PAGE_COUNT: usize = 140;
 }
@@ -270,10 +281,29 @@ pub fn procargs2(buf: &[u8]) -> String {
     args.join(" ")
 }
 
-/// How often `host_statistics64` is really asked at most. Since macOS 11 xnu answers a
-/// non-Apple binary from a cache shared by every such process after a random 2 to 10 calls a
-/// second (`rate_limit_host_statistics`, `osfmk/kern/host.c`): a cached answer looks fresh,
-/// so values would freeze and jump. Asked once a second, each process's call is a real one.
+/// The environment of a `KERN_PROCARGS2` answer: the `NAME=value` strings after the `argc`
+/// arguments, up to the first empty one (what follows is Apple's own strings).
+pub fn procargs2_env(buf: &[u8]) -> Vec<String> {
+    let Some((argc, rest)) = buf.split_first_chunk::<4>() else {
+        return Vec::new();
+    };
+    let argc = usize::try_from(i32::from_ne_bytes(*argc)).unwrap_or(0);
+    let fields = rest.split(|&b| b == 0).skip(1); // after the exec path
+    let mut fields = fields.skip_while(|f| f.is_empty()).skip(argc);
+    let env = fields.by_ref().take_while(|f| !f.is_empty());
+    env.map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect()
+}
+
+/// How often this process asks `host_statistics64` at most. Since macOS 11 xnu rate-limits
+/// non-Apple binaries (`rate_limit_host_statistics`, `osfmk/kern/host.c`) with ONE budget and
+/// ONE cached answer for all of them together (`g_host_stats_cache`): a random 2 to 10 real
+/// answers per 1 s window among every such process, then the cached snapshot of whichever
+/// call was last real. A cached answer is at most a window old and looks fresh. Asking once a
+/// second keeps Headroom's own share small (several guards and the app each ask once a
+/// second); a reading may still be another process's snapshot of the same second, so nothing
+/// here derives a rate from these counts, and what must be fresh at every check (swap, the
+/// level) comes from sysctls, which are not rate-limited.
 pub const HOST_STATISTICS_EVERY: Duration = Duration::from_secs(1);
 
 /// The last real answer of a call that must not be made more than once per

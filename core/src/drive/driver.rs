@@ -233,10 +233,15 @@ fn wake_on_signals(
     let requests = wake.clone();
     let pending = Arc::new(AtomicBool::new(false));
     let signal_pending = Arc::clone(&pending);
+    let pressure = wake.clone();
     interrupts.on_signal(Box::new(move || {
         if !signal_pending.swap(true, Ordering::SeqCst) {
             let _ = wake.try_send(Wake::Signal);
         }
+    }));
+    // A hint (macOS): the next look comes at once; the counters decide.
+    crate::unix::pressure::on_memory_pressure(Box::new(move || {
+        let _ = pressure.try_send(Wake::Pressure);
     }));
     (requests, wakes, pending)
 }

@@ -31,6 +31,8 @@ pub(super) const BACKLOG: usize = 64;
 pub(crate) enum Wake {
     /// A signal arrived (the driver's own, or SIGCHLD): look at the job now.
     Signal,
+    /// The OS says memory is under pressure (macOS): look now, not at the next tick.
+    Pressure,
     /// A request over the job's socket, from the process with pid `peer`.
     Request {
         /// Who sent it (the kernel's word).
@@ -83,6 +85,7 @@ impl Source for LiveSource<'_> {
             self.sampler.set_interval(due);
             match self.wakes.recv_timeout(self.sampler.until_next()) {
                 Ok(Wake::Signal) => self.signal_pending.store(false, Ordering::SeqCst),
+                Ok(Wake::Pressure) => return self.sample(),
                 Ok(Wake::Request {
                     peer,
                     request,

@@ -51,18 +51,22 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     // The clock of the reading being judged, the source's and the recorder's.
     let now = Rc::new(Cell::new(Duration::ZERO));
     let start_at = UNIX_EPOCH + Duration::from_secs(1);
-    let total_bytes = trace
-        .start
-        .as_ref()
-        .and_then(|m| m.get("total_memory"))
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(0);
+    let meta_bytes = |name: &str| {
+        trace
+            .start
+            .as_ref()
+            .and_then(|m| m.get(name))
+            .and_then(serde_json::Value::as_u64)
+    };
+    let total_bytes = meta_bytes("total_memory").unwrap_or(0);
+    let usable_bytes = meta_bytes("usable_memory");
     let mut source = TraceSource {
         samples,
         next: 0,
         alive: Rc::clone(&alive),
         start_at,
         total_bytes,
+        usable_bytes,
         now: Rc::clone(&now),
         repeat: None,
     };
@@ -109,6 +113,7 @@ struct TraceSource {
     alive: Rc<Cell<bool>>,
     start_at: SystemTime,
     total_bytes: u64,
+    usable_bytes: Option<u64>,
     now: Rc<Cell<Duration>>,
     /// The last reading handed out, and whether it was looked at again after the stand-in
     /// was stopped (the live guard's next check would find it gone at once).
@@ -160,6 +165,8 @@ impl TraceSource {
             system: Some(SystemCounters {
                 total_bytes: self.total_bytes,
                 free_percent: record.level,
+                usable_bytes: self.usable_bytes,
+                in_use_bytes: record.in_use,
                 pressure: record.pressure.as_deref().and_then(pressure),
                 swap_used_bytes: record.swap_used,
                 swap_total_bytes: record.swap_total.unwrap_or(0),

@@ -5,7 +5,7 @@
 use std::os::unix::process::CommandExt;
 
 use super::{DriveError, Launch};
-use crate::counters::CounterSource;
+use crate::counters::{CounterSource, JOB_MARK_ENV};
 use crate::marks::MARK_ENV;
 use crate::members::Members;
 use crate::policy::EndReason;
@@ -66,6 +66,23 @@ impl Spawned {
     }
 }
 
+/// The mark this guard gives the command it starts (see `members.rs`): its own identity,
+/// `PID.START`.
+fn own_mark(counters: &impl CounterSource) -> String {
+    let me = std::process::id();
+    let start = counters.start_time(me).unwrap_or(0);
+    format!("{me}.{start}")
+}
+
+/// The value of [`JOB_MARK_ENV`] for the command: the marks it inherited (a guard inside a
+/// guard), then `mark`.
+fn with_mark(inherited: Option<String>, mark: &str) -> String {
+    match inherited.filter(|v| !v.is_empty()) {
+        Some(outer) => format!("{outer}:{mark}"),
+        None => mark.to_string(),
+    }
+}
+
 /// Starts the command of `launch` (its own process group, the terminal handed over, the
 /// mark socket in its environment), or takes the watched process; returns the job's members.
 pub(super) fn launch_job(
@@ -94,6 +111,11 @@ pub(super) fn launch_job(
     if let Some(path) = mark_socket {
         command.env(MARK_ENV, path);
     }
+    let job_mark = own_mark(counters);
+    command.env(
+        JOB_MARK_ENV,
+        with_mark(std::env::var(JOB_MARK_ENV).ok(), &job_mark),
+    );
     if let Some(terminal) = &terminal {
         terminal.hand_over_at_spawn(&mut command);
     }
@@ -123,7 +145,7 @@ pub(super) fn launch_job(
         exit: None,
     };
     let reaper = reaper.then(std::process::id);
-    let members = Members::of_command(id, reaper);
+    let members = Members::of_command(id, reaper).with_mark(job_mark);
     let members = match cgroup {
         Some(cgroup) => members.in_cgroup(cgroup),
         None => members,

@@ -61,16 +61,7 @@ pub fn wait_for_room(
                 .map(|p| p.display_command().to_string())
                 .find(|c| busy(c))
         });
-        let obs = Observation {
-            t: started.elapsed(),
-            swap_used_bytes: system.swap_used_bytes,
-            free_percent: system.free_percent,
-            footprint_bytes: None,
-            compressed_bytes: system.compressed_bytes,
-            oom_kills: system.oom_kills,
-            limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
-            kernel_peak_bytes: None,
-        };
+        let obs = Observation::of_system(started.elapsed(), &system);
         let decision = match gate.decide(limits, &obs, busy_now.as_deref()) {
             StartDecision::Go => match admit.as_mut().map_or(Ok(()), |admit| admit(&system)) {
                 Ok(()) => StartDecision::Go,

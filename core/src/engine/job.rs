@@ -282,19 +282,15 @@ impl Job {
         let obs = sample.system.as_ref().map(|system| {
             let since = *self.started_since.get_or_insert(sample.since_start);
             Observation {
-                t: sample.since_start.saturating_sub(since),
-                swap_used_bytes: system.swap_used_bytes,
-                free_percent: system.free_percent,
                 footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
-                compressed_bytes: system.compressed_bytes,
                 // A job in a cgroup of its own is judged by its own OOM count, exactly (the
                 // host's counts everyone's; never the two mixed across readings).
                 oom_kills: match tracked {
                     Some(t) if t.in_own_cgroup => t.cgroup_oom_kills,
                     _ => system.oom_kills,
                 },
-                limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
                 kernel_peak_bytes: tracked.and_then(|t| t.kernel_peak_bytes),
+                ..Observation::of_system(sample.since_start.saturating_sub(since), system)
             }
         });
         if let Some(obs) = &obs {

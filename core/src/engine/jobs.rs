@@ -9,6 +9,7 @@ use super::job::{Calm, Job, Phase};
 use super::phase::PausePhase;
 use super::records::{FinishedJob, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
+use crate::counters::SystemCounters;
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
 use crate::members::MemberSet;
 use crate::policy::order::{Peer, PeerAt};
@@ -404,11 +405,13 @@ impl Engine {
         })
     }
 
-    /// Free memory when job `id` was added, percent, read by its caller: a job that ends
-    /// before its first sample still knows what it started with.
-    pub fn set_free_start(&mut self, id: u64, percent: f64) {
+    /// The memory when job `id` was added, read by its caller (free memory, and memory in
+    /// use where the kernel counts it): a job that ends before its first sample still knows
+    /// what it started with, and its need counts from there.
+    pub fn set_start_memory(&mut self, id: u64, system: &SystemCounters) {
         if let Some(job) = self.job_mut(id) {
-            job.ledger.set_free_start_percent(Some(percent));
+            job.ledger.set_free_start_percent(Some(system.free_percent));
+            job.ledger.set_in_use_start_bytes(system.in_use_bytes);
         }
     }
 
@@ -418,6 +421,7 @@ impl Engine {
         Some(RunStart {
             key: job.spec.history_key(),
             free_start_percent: job.ledger.free_start_percent(),
+            in_use_start_bytes: job.ledger.in_use_start_bytes(),
         })
     }
 
@@ -438,6 +442,7 @@ impl Engine {
             paused_since_ms: job.pauses.current.map(|(at, _)| unix_ms(at)),
             key: job.spec.key.clone(),
             free_start_percent: job.ledger.free_start_percent(),
+            in_use_start_bytes: job.ledger.in_use_start_bytes(),
         })
     }
 
@@ -470,6 +475,9 @@ impl Engine {
             job.started_at = at(saved.started_at_ms);
             if saved.free_start_percent.is_some() {
                 job.ledger.set_free_start_percent(saved.free_start_percent);
+            }
+            if saved.in_use_start_bytes.is_some() {
+                job.ledger.set_in_use_start_bytes(saved.in_use_start_bytes);
             }
             job.pauses.count = saved.pauses;
             // Still stopped (SIGSTOP outlives us): taken up as paused, resumed on request,
@@ -539,6 +547,10 @@ fn view(j: &Job) -> JobView {
         swap_budget_bytes: (j.spec.mode == JobMode::Guard)
             .then_some(j.spec.limits.swap_budget_bytes),
         peak_footprint_bytes: j.ledger.peak_footprint_bytes(),
+        taken_bytes: j
+            .ledger
+            .in_use_rise_bytes()
+            .or(j.ledger.peak_footprint_bytes()),
         verdict: j.verdict.clone(),
         started_at_ms: unix_ms(j.started_at),
         stages: j.stages.stages().to_vec(),

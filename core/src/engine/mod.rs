@@ -196,6 +196,11 @@ pub struct JobView {
     pub swap_budget_bytes: Option<u64>,
     /// Peak footprint seen.
     pub peak_footprint_bytes: Option<u64>,
+    /// What it has taken so far as its need counts it (`crate::fit`): the rise of memory in
+    /// use where the kernel counts pages in use (macOS), else its peak footprint. What the
+    /// queue's reservation for it is used up by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_bytes: Option<u64>,
     /// The verdict, once it ended.
     pub verdict: Option<Verdict>,
     /// When it was picked, ms since the epoch.

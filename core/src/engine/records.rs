@@ -31,6 +31,9 @@ pub struct RunStart {
     pub key: String,
     /// Free memory at its start, percent, once seen.
     pub free_start_percent: Option<f64>,
+    /// Memory in use at its start, bytes, where the kernel counts it (macOS).
+    #[serde(default)]
+    pub in_use_start_bytes: Option<u64>,
 }
 
 /// A watch or guard that was running, to take up again after Headroom restarts.
@@ -66,4 +69,8 @@ pub struct SavedJob {
     /// Free memory at its start, percent, once seen: what its run took is measured from it.
     #[serde(default)]
     pub free_start_percent: Option<f64>,
+    /// Memory in use at its start, bytes, where the kernel counts it (macOS): its need is the
+    /// rise from there, also after a restart.
+    #[serde(default)]
+    pub in_use_start_bytes: Option<u64>,
 }

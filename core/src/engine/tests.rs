@@ -964,3 +964,38 @@ fn a_run_is_recorded_under_its_key_from_the_free_memory_at_its_start() {
     after.on_sample(&at(2, 0, 10.0, leader, &[running(leader)]));
     assert_eq!(after.run_start(restored), Some(start));
 }
+
+#[test]
+fn a_macs_run_is_measured_by_the_rise_of_memory_in_use_also_after_a_restart() {
+    let leader = id(59);
+    let mut jobs = Engine::default();
+    let watched = spec("python gen.py", JobMode::Watch, cfg(8 << 30));
+    let job = jobs.add(set(leader), watched, 0, moment(0));
+    // A Mac's samples: memory in use from the page counts, the level unmoved.
+    let in_use = |seq: u64, gib: u64| {
+        let mut sample = at(seq, 0, 62.5, leader, &[running(leader)]);
+        sample.system.as_mut().unwrap().in_use_bytes = Some(gib << 30);
+        sample
+    };
+    jobs.on_sample(&in_use(0, 10));
+    jobs.on_sample(&in_use(1, 30));
+    assert_eq!(
+        jobs.run_start(job).unwrap().in_use_start_bytes,
+        Some(10 << 30)
+    );
+    assert_eq!(
+        jobs.views()[0].taken_bytes,
+        Some(20 << 30),
+        "not the footprint"
+    );
+    // Taken up after a restart, it counts from its start, not from the first sample after.
+    let saved = jobs.active_record(job, "boot").unwrap();
+    let mut after = Engine::default();
+    let base = spec("x", JobMode::Watch, Limits::default());
+    let restored = after.restore(&saved, set(leader), base, moment(0));
+    after.on_sample(&in_use(2, 25));
+    after.end(restored, EndReason::Exited { code: 0 }, moment(1500));
+    let verdict = after.verdict(restored).unwrap();
+    assert_eq!(verdict.in_use_rise_bytes, Some(15 << 30));
+    assert_eq!(verdict.lowest_free_percent, Some(62.5));
+}

@@ -60,6 +60,7 @@ fn verdict(footprint: u64, growth: u64, ended: EndReason) -> Verdict {
         swap_start_bytes: 0,
         peak_footprint_bytes: Some(footprint),
         lowest_free_percent: None,
+        in_use_rise_bytes: None,
         duration: Duration::from_secs(60),
         ended,
         processes: 1,
@@ -77,36 +78,40 @@ fn the_need_counts_what_swapped_and_raises_a_run_that_was_ended() {
     // The footprint illusion: 18.5 GB footprint, 9.6 GB swapped: it needed both.
     let exited = verdict(18_500 * MIB, 9_600 * MIB, EndReason::Exited { code: 0 });
     assert_eq!(need_of(&exited, Taken::Footprint), (28_100 * MIB, false));
-    // With the free memory it ran in: what it took from free memory, not its footprint (a
-    // footprint of mapped files can pass the machine's memory without swapping).
-    let mapped = Verdict {
+    // A Mac's run without page counts (a recorded trace): a footprint that passed the
+    // machine's memory without swapping is compression: what it took is the drop of the level
+    // (the compressor's and wired pages it forced) or what stayed available at its lowest,
+    // whichever is larger, never its footprint.
+    let compressed = Verdict {
         lowest_free_percent: Some(33.0),
         ..verdict(69 * GIB, 0, EndReason::Exited { code: 0 })
     };
-    let (need, _) = need_of(
-        &mapped,
-        Taken::FreeDrop {
-            total_bytes: 48 * GIB,
-            free_start_percent: 89.0,
-        },
-    );
+    let mac = |base_bytes, free_start_percent| Taken::Machine {
+        base_bytes,
+        free_start_percent,
+    };
+    let (need, _) = need_of(&compressed, mac(48 * GIB, 89.0));
     assert_eq!(need, (0.56 * (48 * GIB) as f64) as u64);
+    // A run that filled RAM with pages it touched: the level did not move (active pages count
+    // as free), the footprint (up to what stayed available) is what it took.
+    let touched = Verdict {
+        lowest_free_percent: Some(89.0),
+        ..verdict(17 * GIB, 0, EndReason::Exited { code: 0 })
+    };
+    assert_eq!(need_of(&touched, mac(48 * GIB, 90.0)).0, 17 * GIB);
+    // With the kernel's page counts (a live Mac run) the rise of memory in use is what it
+    // took, whatever the footprint and the level say.
+    let counted = Verdict {
+        in_use_rise_bytes: Some(21 * GIB),
+        ..touched.clone()
+    };
+    assert_eq!(need_of(&counted, mac(48 * GIB, 90.0)).0, 21 * GIB);
     // What swapped out came back into free memory: the two add up to what it took.
     let swapped = Verdict {
         lowest_free_percent: Some(50.0),
         ..verdict(10 * GIB, 2 * GIB, EndReason::Exited { code: 0 })
     };
-    assert_eq!(
-        need_of(
-            &swapped,
-            Taken::FreeDrop {
-                total_bytes: 40 * GIB,
-                free_start_percent: 75.0
-            }
-        )
-        .0,
-        12 * GIB
-    );
+    assert_eq!(need_of(&swapped, mac(40 * GIB, 75.0)).0, 12 * GIB);
     let stopped = verdict(
         10 * GIB,
         GIB,
@@ -178,10 +183,14 @@ fn answers_count_the_free_floor() {
         did_not_fit: 1,
         run_time: None,
     };
-    assert_eq!(answer(&p, 40 * GIB, 4 * GIB), Ok(7 * GIB));
-    assert_eq!(answer(&p, 33 * GIB, 4 * GIB), Ok(0));
-    assert_eq!(answer(&p, 25 * GIB, 4 * GIB), Err(8 * GIB));
-    assert_eq!(answer(&p, 0, 4 * GIB), Err(29 * GIB));
+    let room = |free_gib: u64| Room {
+        free_bytes: free_gib * GIB,
+        floor_bytes: 4 * GIB,
+    };
+    assert_eq!(answer(&p, room(40)), Ok(7 * GIB));
+    assert_eq!(answer(&p, room(33)), Ok(0));
+    assert_eq!(answer(&p, room(25)), Err(8 * GIB));
+    assert_eq!(answer(&p, room(0)), Err(29 * GIB));
 }
 
 #[test]
@@ -215,8 +224,8 @@ fn the_recorded_mac_runs_predict_themselves() {
         };
         let (need, _) = need_of(
             &ran,
-            Taken::FreeDrop {
-                total_bytes: total,
+            Taken::Machine {
+                base_bytes: total,
                 free_start_percent: first.level,
             },
         );
@@ -229,7 +238,73 @@ fn the_recorded_mac_runs_predict_themselves() {
         .unwrap();
         let free_at_start = (first.level / 100.0 * total as f64) as u64;
         let floor = total / 10;
-        let fits = answer(&p, free_at_start, floor).is_ok();
+        let room = Room {
+            free_bytes: free_at_start,
+            floor_bytes: floor,
+        };
+        let fits = answer(&p, room).is_ok();
         assert_eq!(fits, !swapped, "{file}: need {need}, free {free_at_start}");
+    }
+}
+
+/// A fixture run cut at `until_seconds`, judged as `history import` judges a trace: its
+/// verdict and its level at the start.
+fn fixture_run(file: &str, until_seconds: f64) -> (Verdict, f64) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/macos-traces");
+    let trace = crate::trace::read_trace(&dir.join(file)).unwrap();
+    let samples: Vec<_> = trace
+        .samples
+        .iter()
+        .filter(|s| s.t <= until_seconds)
+        .collect();
+    let first = samples[0];
+    let peak_footprint = samples.iter().map(|s| s.footprint).max().unwrap();
+    let swap_peak = samples.iter().map(|s| s.swap_used).max().unwrap();
+    let lowest = samples.iter().map(|s| s.level).fold(f64::MAX, f64::min);
+    let ran = Verdict {
+        lowest_free_percent: Some(lowest),
+        ..verdict(
+            peak_footprint,
+            swap_peak - first.swap_used,
+            EndReason::Exited { code: 0 },
+        )
+    };
+    (ran, first.level)
+}
+
+#[test]
+fn each_recorded_mac_run_needs_what_its_rule_says() {
+    let ram = 48 * GIB; // the M5 Pro's memory (the traces do not say)
+    let need = |file: &str, until: f64| {
+        let (ran, start) = fixture_run(file, until);
+        let taken = Taken::Machine {
+            base_bytes: ram,
+            free_start_percent: start,
+        };
+        (need_of(&ran, taken).0, ran, start)
+    };
+    // Filled RAM with pages it touched: footprint 0.3 → 17.7 GB in the first 59 s at a level
+    // of 90 (the drop of the level alone said about 0).
+    let (eager_60, ran, _) = need("pixal3d-2026-10-05/eager-1.trace.jsonl", 60.0);
+    assert_eq!(ran.swap_growth_bytes, 0, "no swap in the first minute");
+    assert!(eager_60 >= 15 * GIB, "{eager_60}");
+    // A staged run whose footprint passed the machine's memory without swapping: compression.
+    let (staged, ran, _) = need("pixal3d-2026-10-05/staged-1.trace.jsonl", f64::MAX);
+    assert!(ran.peak_footprint_bytes.unwrap() > ram && ran.swap_growth_bytes == 0);
+    assert!(staged < ram, "{staged}");
+    // A staged run that stayed well inside memory: its footprint.
+    let (qwen_staged, ran, _) = need("qwen-image-2026-10-06/staged-1.trace.jsonl", f64::MAX);
+    assert_eq!(qwen_staged, ran.peak_footprint_bytes.unwrap());
+    // The runs that swapped keep their answers: the drop of the level plus the swap growth.
+    for file in [
+        "qwen-image-2026-10-06/eager-1.trace.jsonl",
+        "qwen-image-2026-10-06/first-attempt/eager-1.trace.jsonl",
+        "pixal3d-2026-10-05/eager-1.trace.jsonl",
+    ] {
+        let (got, ran, start) = need(file, f64::MAX);
+        let drop = start - ran.lowest_free_percent.unwrap();
+        let before = (drop / 100.0 * ram as f64) as u64 + ran.swap_growth_bytes;
+        assert!(ran.swap_growth_bytes > GIB, "{file} swapped");
+        assert_eq!(got, before, "{file}");
     }
 }

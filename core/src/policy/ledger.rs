@@ -24,6 +24,8 @@ pub struct Ledger {
     last_t: Duration,
     /// Compressed memory at the first reading that had it, and its highest since.
     compressed_start_peak: Option<(u64, u64)>,
+    /// Memory in use (page counts) at the start, and its highest since.
+    in_use_start_peak: Option<(u64, u64)>,
     /// Recent (time, swap in use) observations, for the growth rate over a window.
     recent: VecDeque<(Duration, u64)>,
     /// The growth rate at the last observation, bytes per second.
@@ -64,6 +66,7 @@ impl Ledger {
             low_free_strikes: 0,
             last_t: Duration::ZERO,
             compressed_start_peak: None,
+            in_use_start_peak: None,
             recent: VecDeque::new(),
             rate_bytes_per_second: 0.0,
             projected_crossings: 0,
@@ -86,6 +89,27 @@ impl Ledger {
     /// first observation then is not its start).
     pub fn set_free_start_percent(&mut self, percent: Option<f64>) {
         self.free_start_percent = percent;
+    }
+
+    /// How much memory in use (page counts) rose from the job's start to its highest so far.
+    pub fn in_use_rise_bytes(&self) -> Option<u64> {
+        self.in_use_start_peak
+            .map(|(start, peak)| peak.saturating_sub(start))
+    }
+
+    /// Memory in use (page counts) at the job's start, bytes, where the OS has it.
+    pub fn in_use_start_bytes(&self) -> Option<u64> {
+        self.in_use_start_peak.map(|(start, _)| start)
+    }
+
+    /// Sets memory in use at the job's start (see [`Ledger::set_free_start_percent`]).
+    pub fn set_in_use_start_bytes(&mut self, bytes: Option<u64>) {
+        self.in_use_start_peak = bytes.map(|start| {
+            let peak = self
+                .in_use_start_peak
+                .map_or(start, |(_, peak)| peak.max(start));
+            (start, peak)
+        });
     }
 
     /// Swap growth now: current swap minus the start (0 if it shrank).
@@ -155,6 +179,10 @@ impl Ledger {
         if let Some(c) = obs.compressed_bytes {
             let (_, peak) = self.compressed_start_peak.get_or_insert((c, c));
             *peak = (*peak).max(c);
+        }
+        if let Some(used) = obs.in_use_bytes {
+            let (_, peak) = self.in_use_start_peak.get_or_insert((used, used));
+            *peak = (*peak).max(used);
         }
         self.rate_bytes_per_second = self.swap_rate(obs, window);
     }
@@ -271,6 +299,7 @@ impl Ledger {
             swap_start_bytes: self.swap_start_bytes,
             peak_footprint_bytes: self.peak_footprint_bytes,
             lowest_free_percent: self.lowest_free_percent,
+            in_use_rise_bytes: self.in_use_rise_bytes(),
             duration: self.last_t,
             ended,
             processes: 0,

@@ -196,6 +196,10 @@ pub struct Observation {
     /// Memory held compressed (macOS compressor, Linux zswap), where the OS has it.
     #[serde(default)]
     pub compressed_bytes: Option<u64>,
+    /// Memory in use from the kernel's page counts (macOS), where the OS has them: what a
+    /// run's need is measured by there ([`crate::counters::SystemCounters::in_use_bytes`]).
+    #[serde(default)]
+    pub in_use_bytes: Option<u64>,
     /// The kernel's OOM kills so far (host-wide count; Linux), where the OS has it.
     #[serde(default)]
     pub oom_kills: Option<u64>,
@@ -206,6 +210,24 @@ pub struct Observation {
     /// the peak footprint is at least this.
     #[serde(default)]
     pub kernel_peak_bytes: Option<u64>,
+}
+
+impl Observation {
+    /// What a reading of `system` at `t` says of the machine. What only the job's own reading
+    /// says (its footprint, its kernel peak, its own cgroup's OOM count) is the caller's to set.
+    pub fn of_system(t: Duration, system: &crate::counters::SystemCounters) -> Self {
+        Observation {
+            t,
+            swap_used_bytes: system.swap_used_bytes,
+            free_percent: system.free_percent,
+            footprint_bytes: None,
+            compressed_bytes: system.compressed_bytes,
+            in_use_bytes: system.in_use_bytes,
+            oom_kills: system.oom_kills,
+            limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
+            kernel_peak_bytes: None,
+        }
+    }
 }
 
 mod events;

@@ -15,6 +15,7 @@ use super::{decide, Memory, Place};
 use crate::counters::CounterSource;
 use crate::drive::Sink;
 use crate::engine::JobView;
+use crate::fit::Room;
 use crate::paths::{read_json_files, write_atomic};
 use crate::policy::WaitReason;
 use crate::process::ProcessIdentity;
@@ -107,13 +108,11 @@ impl Line {
         write_atomic(&self.path(), &json)
     }
 
-    /// Decides, under the lock, whether this guard may start with `free_bytes` free and a
-    /// floor of `floor_bytes`; when it may, it is admitted at once (its reservation counts
-    /// for every guard deciding after it).
+    /// Decides, under the lock, whether this guard may start in `room`; when it may, it is
+    /// admitted at once (its reservation counts for every guard deciding after it).
     pub fn admit(
         &mut self,
-        free_bytes: u64,
-        floor_bytes: u64,
+        room: Room,
         counters: &impl CounterSource,
     ) -> io::Result<Result<(), WaitReason>> {
         let _locked = lock(&self.dir)?;
@@ -122,8 +121,7 @@ impl Line {
             .filter(|p| p.guard != self.me.guard)
             .collect();
         let memory = Memory {
-            free_bytes,
-            floor_bytes,
+            room,
             now_ms: unix_ms(SystemTime::now()),
         };
         let decision = decide(&self.me, &others, memory);
@@ -134,8 +132,9 @@ impl Line {
         Ok(decision)
     }
 
-    /// The job's peak footprint so far: written when it has grown by `USED_STEP_BYTES` (64 MiB)
-    /// or reached the need, so the reservation shrinks as the job takes its memory.
+    /// What the job has taken so far, as its need counts it (`JobView::taken_bytes`):
+    /// written when it has grown by `USED_STEP_BYTES` (64 MiB) or reached the need, so the
+    /// reservation shrinks as the job takes its memory.
     pub fn used(&mut self, peak_bytes: u64) -> io::Result<()> {
         let need = self.me.need_bytes.unwrap_or(0);
         let was = self.me.used_bytes;
@@ -178,8 +177,8 @@ impl Sink for LineSink {
     }
 
     fn sample(&mut self, _sample: &crate::sampler::Sample, view: &JobView) -> io::Result<()> {
-        match (&mut self.line, view.peak_footprint_bytes) {
-            (Some(line), Some(peak)) => line.used(peak),
+        match (&mut self.line, view.taken_bytes) {
+            (Some(line), Some(taken)) => line.used(taken),
             _ => Ok(()),
         }
     }

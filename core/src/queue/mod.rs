@@ -4,8 +4,9 @@
 //!
 //! - **Room**: free memory above the free floor, less what jobs admitted a moment ago have
 //!   not used yet. A job that has just started has not allocated yet, so free memory still
-//!   looks large: each admitted job's predicted need is **reserved** until its footprint
-//!   has grown to it (or it ended), and the room counts the reservations.
+//!   looks large: each admitted job's predicted need is **reserved** until what it has taken
+//!   (measured as its need is: `crate::fit`) has grown to it (or it ended), and the room
+//!   counts the reservations.
 //! - **Order**: first come, first admitted (a ticket taken on joining). A job whose need
 //!   fits while an earlier one still waits starts ahead of it only when that cannot delay
 //!   the earlier one, which is so when either
@@ -23,6 +24,7 @@ pub mod line;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fit::Room;
 use crate::policy::WaitReason;
 use crate::process::ProcessIdentity;
 
@@ -45,7 +47,8 @@ pub struct Place {
     pub joined_at_ms: i64,
     /// When it was admitted (started), ms since the Unix epoch.
     pub admitted_at_ms: Option<i64>,
-    /// The job's peak footprint so far, bytes (what it has used of its reservation).
+    /// What the job has taken so far as its need counts it, bytes (what it has used of its
+    /// reservation: its peak footprint on Linux, the rise of memory in use on a Mac).
     pub used_bytes: u64,
 }
 
@@ -78,10 +81,8 @@ impl Place {
 /// The memory of the moment, as admission reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Memory {
-    /// Free now, bytes.
-    pub free_bytes: u64,
-    /// The free floor, bytes.
-    pub floor_bytes: u64,
+    /// The room now and the free floor ([`Room::now`]).
+    pub room: Room,
     /// Now, ms since the Unix epoch.
     pub now_ms: i64,
 }
@@ -92,8 +93,8 @@ pub fn decide(me: &Place, others: &[Place], memory: Memory) -> Result<(), WaitRe
     let admitted: Vec<&Place> = others.iter().filter(|p| !p.is_waiting()).collect();
     let reserved_bytes: u64 = admitted.iter().map(|p| p.reserved_bytes()).sum();
     let room_bytes = memory
-        .free_bytes
-        .saturating_sub(memory.floor_bytes)
+        .room
+        .above_floor_bytes()
         .saturating_sub(reserved_bytes);
     let earlier: Vec<&Place> = others
         .iter()

@@ -37,10 +37,20 @@ fn running(ticket: u64, need_gib: u64, run_time_min: u64, ago_min: i64, used_gib
     }
 }
 
+/// `free_bytes` of room, no floor.
+fn room(free_bytes: u64) -> Room {
+    Room {
+        free_bytes,
+        floor_bytes: 0,
+    }
+}
+
 fn memory(free_gib: u64, floor_gib: u64) -> Memory {
     Memory {
-        free_bytes: free_gib * GIB,
-        floor_bytes: floor_gib * GIB,
+        room: Room {
+            free_bytes: free_gib * GIB,
+            floor_bytes: floor_gib * GIB,
+        },
         now_ms: NOW_MS,
     }
 }
@@ -239,10 +249,10 @@ fn a_line_takes_tickets_in_turn_admits_and_leaves_no_file() {
     assert_eq!(listed.len(), 1);
     assert!(listed[0].is_waiting());
     // Not enough room: it stays waiting; then room: admitted, and its file says so.
-    let short = line.admit(GIB / 2, 0, &counters).unwrap();
+    let short = line.admit(room(GIB / 2), &counters).unwrap();
     assert!(short.is_err());
     assert!(places(dir.path(), &counters)[0].is_waiting());
-    line.admit(4 * GIB, 0, &counters).unwrap().unwrap();
+    line.admit(room(4 * GIB), &counters).unwrap().unwrap();
     let listed = places(dir.path(), &counters);
     assert!(!listed[0].is_waiting());
     assert_eq!(listed[0].reserved_bytes(), GIB);
@@ -286,5 +296,5 @@ fn a_place_whose_guard_is_gone_is_removed_and_holds_nobody_up() {
     let mut line = Line::join(dir.path(), mine, &counters).unwrap();
     assert!(!path.exists(), "the stale place was removed");
     assert_eq!(line.place().ticket, 1, "the stale ticket is not counted");
-    line.admit(4 * GIB, 0, &counters).unwrap().unwrap();
+    line.admit(room(4 * GIB), &counters).unwrap().unwrap();
 }

@@ -86,6 +86,7 @@ impl Sample {
             level: (system.free_percent * 100.0).round() / 100.0,
             swap_total: Some(system.swap_total_bytes),
             compressed: system.compressed_bytes,
+            in_use: system.in_use_bytes,
             pressure: system.pressure.map(|p| p.as_str().to_string()),
             resident: has_trees.then(|| trees.iter().map(|m| m.resident_bytes).sum()),
             process_swap: trees
@@ -192,6 +193,8 @@ struct State {
     subscribers: Vec<SyncSender<Arc<Sample>>>,
     /// Bumped when the interval changes so the loop restarts its schedule.
     generation: u64,
+    /// A tick is asked for now, ahead of the schedule ([`Waker::tick_now`]).
+    tick_now: bool,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -217,6 +220,7 @@ impl Sampler {
                 tracked: Vec::new(),
                 subscribers: Vec::new(),
                 generation: 0,
+                tick_now: false,
             }),
         });
         let loop_shared = Arc::clone(&shared);
@@ -250,6 +254,14 @@ impl Sampler {
         lock(&self.shared.state)
             .tracked
             .retain(|t| t.root() != root);
+    }
+
+    /// A handle that asks for a tick now from any thread (the Mac's memory-pressure events),
+    /// without keeping the sampler alive.
+    pub fn waker(&self) -> Waker {
+        Waker {
+            shared: Arc::downgrade(&self.shared),
+        }
     }
 
     /// Changes the interval of the ticks that follow (the next tick comes one new interval
@@ -321,6 +333,9 @@ fn run_loop(shared: &Shared, counters: &Counters) {
                 if state.generation != generation {
                     continue 'schedule;
                 }
+                if std::mem::take(&mut state.tick_now) {
+                    break;
+                }
                 let now = Instant::now();
                 if now >= deadline {
                     break;
@@ -345,6 +360,22 @@ fn run_loop(shared: &Shared, counters: &Counters) {
             }
             seq += 1;
             (n, deadline) = next_tick(start, interval, n, Instant::now());
+        }
+    }
+}
+
+/// Asks a [`Sampler`] for a tick now; does nothing once it has stopped.
+#[derive(Debug, Clone)]
+pub struct Waker {
+    shared: std::sync::Weak<Shared>,
+}
+
+impl Waker {
+    /// The next tick comes at once (the schedule goes on after it).
+    pub fn tick_now(&self) {
+        if let Some(shared) = self.shared.upgrade() {
+            lock(&shared.state).tick_now = true;
+            shared.wake.notify_all();
         }
     }
 }
@@ -406,6 +437,29 @@ mod tests {
     }
 
     #[cfg(target_os = "linux")]
+    #[test]
+    fn a_waker_asks_for_a_tick_ahead_of_an_hour_long_schedule() {
+        let sampler = Sampler::start(Counters::new(), Duration::from_secs(3600)).unwrap();
+        let rx = sampler.subscribe();
+        let waker = sampler.waker();
+        // The first tick is immediate (it may have come before the subscription); then
+        // nothing for an hour unless woken.
+        let _ = rx.recv_timeout(Duration::from_secs(5));
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "no tick due"
+        );
+        waker.tick_now();
+        let woken = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(woken.system.is_some());
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "one tick per wake"
+        );
+        sampler.stop();
+        waker.tick_now(); // a stopped sampler: nothing, no panic
+    }
+
     #[test]
     fn live_sampler_publishes_and_tracks() {
         let counters = Counters::new();

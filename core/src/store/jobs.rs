@@ -72,7 +72,7 @@ impl Store {
         self.conn.execute(
             &format!(
                 "INSERT OR REPLACE INTO active_jobs ({ACTIVE_JOB_COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
             ),
             params![
                 job.identity.pid,
@@ -89,6 +89,7 @@ impl Store {
                 job.paused_since_ms,
                 job.key,
                 job.free_start_percent,
+                job.in_use_start_bytes,
             ],
         )?;
         Ok(())
@@ -132,6 +133,7 @@ impl Store {
                 paused_since_ms: row.get(11)?,
                 key: row.get(12)?,
                 free_start_percent: row.get(13)?,
+                in_use_start_bytes: row.get(14)?,
             }))
         })?;
         let mut out = Vec::new();

@@ -33,7 +33,7 @@ pub use runs::{KeySummary, RunContext, RunRow};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
@@ -98,6 +98,10 @@ CREATE INDEX jobs_by_key ON jobs (key, ended_at_ms);
 ALTER TABLE active_jobs ADD COLUMN key TEXT;
 ALTER TABLE active_jobs ADD COLUMN free_start_percent REAL;
 ",
+    // ... and memory in use at its start, where the kernel counts it (macOS).
+    r"
+ALTER TABLE active_jobs ADD COLUMN in_use_start_bytes INTEGER;
+",
 ];
 
 const JOB_COLUMNS: &str = "id, pid, start_time, command, mode, started_at_ms, ended_at_ms, \
@@ -105,7 +109,7 @@ const JOB_COLUMNS: &str = "id, pid, start_time, command, mode, started_at_ms, en
 const ACTIVE_JOB_COLUMNS: &str =
     "pid, start_time, command, mode, started_at_ms, swap_budget_bytes, \
      kill_free_percent, swap_start_bytes, boot_id, on_budget, pauses, paused_since_ms, key, \
-     free_start_percent";
+     free_start_percent, in_use_start_bytes";
 
 /// Why the store failed. The database file is left as it was.
 #[derive(Debug, thiserror::Error)]

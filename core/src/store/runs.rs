@@ -7,6 +7,7 @@ use rusqlite::params;
 use serde::Serialize;
 
 use super::{Store, StoreError};
+use crate::counters::SystemCounters;
 use crate::engine::FinishedJob;
 use crate::fit::{need_of, predict, PastRun, Prediction, Taken};
 
@@ -44,17 +45,21 @@ impl Default for RunContext {
 }
 
 impl RunContext {
-    /// A run of `key` on this machine (its host name), in `total_bytes` of memory with
+    /// A run of `key` on this machine (its host name; its memory as `machine` reads it) with
     /// `free_start_percent` free at its start: what it took measured as this OS measures it
     /// ([`Taken::here`]), by its footprint when either is unknown.
-    pub fn here(key: String, total_bytes: Option<u64>, free_start_percent: Option<f64>) -> Self {
-        let taken = match (total_bytes, free_start_percent) {
-            (Some(total), Some(free)) => Taken::here(total, free),
+    pub fn here(
+        key: String,
+        machine: Option<&SystemCounters>,
+        free_start_percent: Option<f64>,
+    ) -> Self {
+        let taken = match (machine, free_start_percent) {
+            (Some(m), Some(free)) => Taken::here(m, free),
             _ => Taken::Footprint,
         };
         RunContext {
             key,
-            total_bytes,
+            total_bytes: machine.map(|m| m.total_bytes),
             free_start_percent,
             cwd: None,
             hostname: crate::unix::host::hostname(),

@@ -268,6 +268,7 @@ fn verdict(fits: bool, growth_bytes: u64) -> Verdict {
         swap_start_bytes: 1 << 30,
         peak_footprint_bytes: Some(18 << 30),
         lowest_free_percent: Some(12.5),
+        in_use_rise_bytes: None,
         duration: Duration::from_secs(95),
         pauses: 0,
         paused: Duration::ZERO,
@@ -358,6 +359,7 @@ fn guard(identity: ProcessIdentity, budget_bytes: u64) -> SavedJob {
         paused_since_ms: None,
         key: None,
         free_start_percent: None,
+        in_use_start_bytes: None,
     }
 }
 
@@ -385,13 +387,14 @@ fn guards_save_replace_remove() {
     assert!(store.remove_active_job(a).unwrap());
     assert!(!store.remove_active_job(a).unwrap());
     // A paused guard keeps its choice, its pauses and since when it is paused; the key named
-    // for it and free memory at its start.
+    // for it, free memory and (a Mac's) memory in use at its start.
     let paused = SavedJob {
         on_budget: OnBudget::Pause,
         pauses: 2,
         paused_since_ms: Some(BASE_MS + 5000),
         key: Some("qwen image".into()),
         free_start_percent: Some(61.5),
+        in_use_start_bytes: Some(21 << 30),
         ..guard(b, 8 << 30)
     };
     store.save_active_job(&paused).unwrap();
@@ -442,6 +445,7 @@ fn a_version_3_database_keeps_its_running_jobs() {
     conn.execute_batch(
         "ALTER TABLE active_jobs DROP COLUMN key; \
          ALTER TABLE active_jobs DROP COLUMN free_start_percent; \
+         ALTER TABLE active_jobs DROP COLUMN in_use_start_bytes; \
          ALTER TABLE active_jobs RENAME TO active_guards; \
          DROP INDEX jobs_by_key; \
          ALTER TABLE jobs DROP COLUMN key; ALTER TABLE jobs DROP COLUMN need_bytes; \

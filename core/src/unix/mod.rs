@@ -12,4 +12,6 @@ pub mod fifo;
 pub mod host;
 pub mod jobctl;
 pub mod peer;
+pub mod pressure;
 pub mod signals;
+pub mod volume;

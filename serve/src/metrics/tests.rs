@@ -13,6 +13,7 @@ fn verdict(fits: bool, ended: EndReason) -> Verdict {
         swap_start_bytes: 0,
         peak_footprint_bytes: Some(2 << 30),
         lowest_free_percent: Some(12.5),
+        in_use_rise_bytes: None,
         duration: Duration::from_secs(60),
         ended,
         processes: 1,

@@ -3,11 +3,11 @@
 //! from the one run history) and the answer for the free memory of the latest sample, above
 //! the free floor of the settings.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use headroom_core::fit::{answer, key_of_command_line, Prediction};
+use headroom_core::fit::{answer, key_of_command_line, Prediction, Room};
 use headroom_core::store::Store;
-use headroom_core::units::{format_bytes, percent_of_bytes, unix_ms};
+use headroom_core::units::{format_bytes, unix_ms};
 use serde::Serialize;
 use tauri::State;
 
@@ -50,16 +50,14 @@ pub struct UiFitOf {
     past_verdicts: Vec<String>,
 }
 
-/// Free memory now and the free floor, bytes, from the latest sample and the settings.
-fn room_now(state: &AppState) -> Option<(u64, u64)> {
-    let status = lock(&state.monitor).status(Duration::from_secs(60))?;
+/// The room now, from the latest sample and the settings' free floor.
+fn room_now(state: &AppState) -> Option<Room> {
     let floor_percent = lock(&state.settings).default_kill_free_percent;
-    let of_total = |percent| percent_of_bytes(percent, status.total_bytes);
-    Some((of_total(status.free_percent), of_total(floor_percent)))
+    lock(&state.monitor).room(floor_percent)
 }
 
-fn ui_fit(key: &str, p: &Prediction, last_verdict: &str, (free, floor): (u64, u64)) -> UiFit {
-    let (fits, margin_bytes) = match answer(p, free, floor) {
+fn ui_fit(key: &str, p: &Prediction, last_verdict: &str, room: Room) -> UiFit {
+    let (fits, margin_bytes) = match answer(p, room) {
         Ok(spare) => (true, spare),
         Err(short) => (false, short),
     };
@@ -127,7 +125,7 @@ pub fn get_fit_of(
     fit_of(store, key, room)
 }
 
-fn fit_of(store: &Store, key: String, room: Option<(u64, u64)>) -> CommandResult<UiFitOf> {
+fn fit_of(store: &Store, key: String, room: Option<Room>) -> CommandResult<UiFitOf> {
     let (prediction, rows) = store
         .predict_key(&key, now_ms())
         .map_err(|e| e.to_string())?;

@@ -45,7 +45,7 @@ fn add_job(
     let job_id = monitor
         .jobs
         .add(members.clone(), spec, system.swap_used_bytes, now);
-    monitor.jobs.set_free_start(job_id, system.free_percent);
+    monitor.jobs.set_start_memory(job_id, &system);
     state.sampler.track(&members);
     let view = monitor
         .jobs

@@ -261,6 +261,8 @@ impl CounterSource for Counters {
         };
         let vm = with_file(&self.path("vmstat"), None, |b| Ok(parse_vmstat(b)))?;
         let host = SystemCounters {
+            usable_bytes: None,
+            in_use_bytes: None,
             total_bytes,
             free_percent,
             pressure,

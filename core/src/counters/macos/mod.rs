@@ -56,7 +56,8 @@ impl Xnu for Kernel {
         sys::rusage_v4(pid, buf)
     }
 
-    /// One per process: xnu's limit counts this process's calls.
+    /// One per process: this process asks at most once a second (xnu's budget is shared by
+    /// every non-Apple process, `xnu::HOST_STATISTICS_EVERY`).
     fn vm_cache(&self) -> &Mutex<OncePerInterval<VmAnswer>> {
         static LAST: Mutex<OncePerInterval<VmAnswer>> = Mutex::new(OncePerInterval::new());
         &LAST

@@ -24,7 +24,12 @@ const MIG_ARRAY_TOO_LARGE: kern_return_t = -307;
 const _: () = {
     use libc::{proc_bsdinfo as Bsd, proc_bsdshortinfo as Short, rusage_info_v4 as Ru};
     use libc::{vm_statistics64 as Vm, xsw_usage as Xsw};
+    assert!(offset_of!(Vm, free_count) == vm::FREE_COUNT);
+    assert!(offset_of!(Vm, active_count) == vm::ACTIVE_COUNT);
+    assert!(offset_of!(Vm, inactive_count) == vm::INACTIVE_COUNT);
     assert!(offset_of!(Vm, wire_count) == vm::WIRE_COUNT);
+    assert!(offset_of!(Vm, speculative_count) == vm::SPECULATIVE_COUNT);
+    assert!(offset_of!(Vm, external_page_count) == vm::EXTERNAL_PAGE_COUNT);
     assert!(offset_of!(Vm, pageins) == vm::PAGEINS && offset_of!(Vm, pageouts) == vm::PAGEOUTS);
     assert!(offset_of!(Vm, purgeable_count) == vm::PURGEABLE_COUNT);
     assert!(offset_of!(Vm, swapins) == vm::SWAPINS && offset_of!(Vm, swapouts) == vm::SWAPOUTS);

@@ -13,10 +13,17 @@
 //!   signal to another uid's process is EPERM;
 //! - pids are handed out in sequence, wrapping at [`PID_MAX`], skipping live ones (and zombies);
 //! - a stopped process keeps SIGTERM pending until it is continued;
-//! - `host_statistics64` shares one cache among all third-party callers: in a window of 1 s
-//!   after a real call, the first [`HOST_STATS_REAL_PER_WINDOW`] calls are real, the rest get
-//!   the cached answer (xnu's `rate_limit_host_statistics`, with the smallest random budget);
-//! - `kern.boottime` moves when the clock is set; `kern.bootsessionuuid` does not.
+//! - `host_statistics64` shares one budget and one cache among all third-party callers: in a
+//!   window of 1 s after a real call, a random 2 to 10 calls are real (xnu's
+//!   `rate_limit_host_statistics`; here from a seeded generator), the rest get the cached
+//!   answer;
+//! - `kern.boottime` moves when the clock is set; `kern.bootsessionuuid` does not;
+//! - memory is pages, with xnu's accounting ([`pages`]): the level, the page counts, swap
+//!   (files grown on demand) and each footprint are derived, never set;
+//! - exec re-inserts the process under its parent (`pinsertchild`), which resets
+//!   `p_puniqueid` to the current parent's unique id: an orphan re-parented to launchd that
+//!   then execs names launchd as its parent;
+//! - a zombie's `proc_pid_rusage` answers with a footprint of 0 and its lifetime peak.
 
 #![allow(clippy::unwrap_used)] // test support: a panic is a failed test
 
@@ -27,14 +34,18 @@ use std::time::{Duration, Instant};
 
 use super::reader::{flavor, rusage, PidList, Xnu};
 use super::{bsdinfo, shortinfo, uniqinfo, vm, xsw, OncePerInterval, VmAnswer};
+use pages::{Holder, Memory};
+
+pub mod pages;
 use crate::counters::Result;
 use crate::error::CounterError;
 use crate::unix::signals::{SendSignal, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
 
 /// xnu's `PID_MAX`.
 pub const PID_MAX: u32 = 99_999;
-/// Real `host_statistics64` answers per window among all callers (xnu: a random 2 to 10).
-pub const HOST_STATS_REAL_PER_WINDOW: u32 = 2;
+/// Real `host_statistics64` answers per window among all callers: xnu draws a number
+/// from 2 to 10 for each window.
+pub const HOST_STATS_REAL_PER_WINDOW: std::ops::RangeInclusive<u32> = 2..=10;
 const HOST_STATS_WINDOW: Duration = Duration::from_secs(1);
 
 /// A process's state in the table.
@@ -73,29 +84,20 @@ pub struct Proc {
     pub ignores_term: bool,
     /// SIGTERM arrived while stopped.
     pub term_pending: bool,
-    /// Footprint, bytes.
-    pub footprint_bytes: u64,
-}
-
-/// The system-wide numbers the fake answers.
-#[derive(Debug, Clone)]
-pub struct Vm {
-    /// `swapins` (pages, cumulative).
-    pub swapins: u64,
-    /// `compressor_page_count`.
-    pub compressor_pages: u32,
-    /// `vm.compressor_bytes_used`.
-    pub compressor_bytes: u64,
-    /// `vm.swapusage` used, bytes.
-    pub swap_used_bytes: u64,
-    /// `kern.memorystatus_level`.
-    pub level_percent: u32,
+    /// Its lifetime peak footprint once it is a zombie (its pages are freed), pages.
+    pub exited_lifetime_max: u64,
+    /// Its environment (`NAME=value`): inherited on fork, kept through exec.
+    pub env: Vec<String>,
 }
 
 #[derive(Debug)]
 struct Host {
     window_start: Option<Instant>,
     calls_in_window: u32,
+    /// Real answers this window (drawn at its start).
+    budget: u32,
+    /// The generator's state (xorshift64).
+    seed: u64,
     cached: Option<Vec<u8>>,
     real_calls: u32,
     cached_calls: u32,
@@ -111,7 +113,7 @@ struct Table {
     viewer_uid: u32,
     boot_micros: u64,
     boot_uuid: String,
-    vm: Vm,
+    memory: Memory,
     host: Host,
 }
 
@@ -140,8 +142,11 @@ impl FakeMac {
             name: "launchd".into(),
             ignores_term: true,
             term_pending: false,
-            footprint_bytes: 20 << 20,
+            exited_lifetime_max: 0,
+            env: Vec::new(),
         };
+        let mut memory = Memory::mac_48g(PAGE_BYTES);
+        memory.touch(Holder::Pid(1), 20 << 20);
         FakeMac {
             table: Mutex::new(Table {
                 procs: BTreeMap::from([(1, launchd)]),
@@ -152,16 +157,12 @@ impl FakeMac {
                 viewer_uid,
                 boot_micros: 1_700_000_000_000_000,
                 boot_uuid: "6A1B2C3D-4E5F-4071-8293-A4B5C6D7E8F9".into(),
-                vm: Vm {
-                    swapins: 0,
-                    compressor_pages: 1000,
-                    compressor_bytes: 1000 * PAGE_BYTES,
-                    swap_used_bytes: 0,
-                    level_percent: 60,
-                },
+                memory,
                 host: Host {
                     window_start: None,
                     calls_in_window: 0,
+                    budget: 0,
+                    seed: 0x9E37_79B9_7F4A_7C15,
                     cached: None,
                     real_calls: 0,
                     cached_calls: 0,
@@ -193,9 +194,11 @@ impl FakeMac {
             name: name.into(),
             ignores_term: false,
             term_pending: false,
-            footprint_bytes: 1 << 20,
+            exited_lifetime_max: 0,
+            env: p.env.clone(),
         };
         t.procs.insert(pid, child);
+        t.memory.touch(Holder::Pid(pid), 1 << 20);
         pid
     }
 
@@ -209,6 +212,11 @@ impl FakeMac {
     /// Changes one process.
     pub fn with(&self, pid: u32, change: impl FnOnce(&mut Proc)) {
         change(self.lock().procs.get_mut(&pid).unwrap());
+    }
+
+    /// `pid`'s environment becomes `env` (`NAME=value`; empty: `env -i`).
+    pub fn set_env(&self, pid: u32, env: &[&str]) {
+        self.with(pid, |p| p.env = env.iter().map(|e| e.to_string()).collect());
     }
 
     /// `setpgid(pid, pid)`: leads a group of its own.
@@ -254,9 +262,31 @@ impl FakeMac {
         t.boot_micros = t.boot_micros.saturating_add_signed(micros);
     }
 
-    /// Changes the system-wide numbers.
-    pub fn vm(&self, change: impl FnOnce(&mut Vm)) {
-        change(&mut self.lock().vm);
+    /// `pid` touches `bytes` of new anonymous memory (the kernel makes room as xnu does).
+    pub fn touch(&self, pid: u32, bytes: u64) {
+        self.lock().memory.touch(Holder::Pid(pid), bytes);
+    }
+
+    /// `pid` frees `bytes` of its anonymous memory.
+    pub fn release(&self, pid: u32, bytes: u64) {
+        self.lock().memory.release(Holder::Pid(pid), bytes);
+    }
+
+    /// Acts on the Mac's memory (other apps', wired, cached files).
+    pub fn memory<T>(&self, act: impl FnOnce(&mut Memory) -> T) -> T {
+        act(&mut self.lock().memory)
+    }
+
+    /// `exec` in `pid`: the new image keeps its pid, group and unique id, and is re-inserted
+    /// under its current parent, which resets `p_puniqueid` to that parent's unique id
+    /// (`pinsertchild` from `cloneproc`, `kern_exec.c`).
+    pub fn exec(&self, pid: u32, name: &str) {
+        let mut t = self.lock();
+        let parent = t.procs[&pid].ppid;
+        let parent_unique = t.procs.get(&parent).map_or(0, |p| p.unique);
+        let p = t.procs.get_mut(&pid).unwrap();
+        p.parent_unique = parent_unique;
+        p.name = name.into();
     }
 
     /// `(real, cached)` `host_statistics64` answers given so far.
@@ -296,8 +326,9 @@ impl Table {
             return;
         }
         p.run = Run::Zombie;
-        p.footprint_bytes = 0;
         let parent = p.ppid;
+        p.exited_lifetime_max = self.memory.of(Holder::Pid(pid)).lifetime_max;
+        self.memory.exit(Holder::Pid(pid));
         for child in self.procs.values_mut().filter(|c| c.ppid == pid) {
             child.ppid = 1;
         }
@@ -338,7 +369,7 @@ impl Table {
             .is_some_and(|start| now.saturating_duration_since(start) < HOST_STATS_WINDOW);
         if in_window {
             self.host.calls_in_window += 1;
-            if self.host.calls_in_window > HOST_STATS_REAL_PER_WINDOW {
+            if self.host.calls_in_window > self.host.budget {
                 if let Some(cached) = &self.host.cached {
                     self.host.cached_calls += 1;
                     return cached.clone();
@@ -347,18 +378,53 @@ impl Table {
         } else {
             self.host.window_start = Some(now);
             self.host.calls_in_window = 1;
+            self.host.budget = self.host.draw_budget();
         }
-        let mut b = vec![0u8; vm::REV2_COUNT as usize * 4];
-        put(
-            &mut b,
-            vm::COMPRESSOR_PAGE_COUNT,
-            &self.vm.compressor_pages.to_ne_bytes(),
-        );
-        put(&mut b, vm::SWAPINS, &self.vm.swapins.to_ne_bytes());
-        put(&mut b, vm::WIRE_COUNT, &5000u32.to_ne_bytes());
+        let b = self.vm_statistics();
         self.host.real_calls += 1;
         self.host.cached = Some(b.clone());
         b
+    }
+
+    /// A `vm_statistics64` (REV2) of the memory now.
+    fn vm_statistics(&self) -> Vec<u8> {
+        let c = self.memory.counts();
+        let mut b = vec![0u8; vm::REV2_COUNT as usize * 4];
+        let u32s = [
+            // host_statistics64 counts speculative pages in free_count.
+            (vm::FREE_COUNT, c.free + c.speculative),
+            (vm::ACTIVE_COUNT, c.active),
+            (vm::INACTIVE_COUNT, c.inactive),
+            (vm::WIRE_COUNT, c.wired),
+            (vm::PURGEABLE_COUNT, c.purgeable),
+            (vm::SPECULATIVE_COUNT, c.speculative),
+            (vm::COMPRESSOR_PAGE_COUNT, c.compressor),
+            (vm::EXTERNAL_PAGE_COUNT, c.external),
+            (vm::INTERNAL_PAGE_COUNT, c.internal),
+        ];
+        for (offset, pages) in u32s {
+            put(&mut b, offset, &u32::try_from(pages).unwrap().to_ne_bytes());
+        }
+        put(&mut b, vm::SWAPINS, &self.memory.swapins.to_ne_bytes());
+        put(&mut b, vm::SWAPOUTS, &self.memory.swapouts.to_ne_bytes());
+        b
+    }
+}
+
+impl Host {
+    /// xnu's budget for a new window: a random 2 to 10 (xorshift64 here, seeded: the same
+    /// draws on every run).
+    fn draw_budget(&mut self) -> u32 {
+        let mut x = self.seed;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.seed = x;
+        let (low, high) = (
+            *HOST_STATS_REAL_PER_WINDOW.start(),
+            *HOST_STATS_REAL_PER_WINDOW.end(),
+        );
+        low + u32::try_from(x % u64::from(high - low + 1)).unwrap()
     }
 }
 
@@ -395,14 +461,23 @@ impl Xnu for FakeMac {
         let t = self.lock();
         let bytes: Vec<u8> = match name {
             "vm.pagesize" => (PAGE_BYTES as u32).to_ne_bytes().to_vec(),
-            "hw.memsize" => (48u64 << 30).to_ne_bytes().to_vec(),
-            "kern.memorystatus_level" => t.vm.level_percent.to_ne_bytes().to_vec(),
+            "hw.memsize" => (t.memory.total * PAGE_BYTES).to_ne_bytes().to_vec(),
+            "hw.memsize_usable" => (t.memory.usable * PAGE_BYTES).to_ne_bytes().to_vec(),
+            "kern.memorystatus_level" => {
+                let level = u32::try_from(t.memory.counts().level).unwrap();
+                level.to_ne_bytes().to_vec()
+            }
             "kern.memorystatus_vm_pressure_level" => 1u32.to_ne_bytes().to_vec(),
-            "vm.compressor_bytes_used" => t.vm.compressor_bytes.to_ne_bytes().to_vec(),
+            // The bytes inside the compressor's segments: less than its pages.
+            "vm.compressor_bytes_used" => {
+                let bytes = t.memory.counts().compressor * PAGE_BYTES * 3 / 4;
+                bytes.to_ne_bytes().to_vec()
+            }
             "vm.swapusage" => {
                 let mut b = vec![0u8; xsw::SIZE];
-                put(&mut b, xsw::TOTAL, &(4u64 << 30).to_ne_bytes());
-                put(&mut b, xsw::USED, &t.vm.swap_used_bytes.to_ne_bytes());
+                let used = t.memory.counts().swap_used_bytes;
+                put(&mut b, xsw::TOTAL, &t.memory.swap_files_bytes.to_ne_bytes());
+                put(&mut b, xsw::USED, &used.to_ne_bytes());
                 b
             }
             "kern.bootsessionuuid" => format!("{}\0", t.boot_uuid).into_bytes(),
@@ -504,25 +579,34 @@ impl Xnu for FakeMac {
         }
         let mut b = 1i32.to_ne_bytes().to_vec();
         b.extend_from_slice(format!("/usr/bin/{0}\0\0\0{0}\0", p.name).as_bytes());
+        for entry in &p.env {
+            b.extend_from_slice(format!("{entry}\0").as_bytes());
+        }
+        b.extend_from_slice(b"\0ptr_munge=\0");
         buf.clear();
         buf.extend_from_slice(&b);
         Ok(Some(b.len()))
     }
 
+    /// A zombie answers too (`proc_pid_rusage` finds it): its footprint 0, its lifetime
+    /// peak kept (`kern_exit.c` zeroes `ri_phys_footprint` in the exit rusage).
     fn rusage_v4(&self, pid: u32, buf: &mut [u8; rusage::SIZE]) -> Result<()> {
         let t = self.lock();
-        let p = t.visible(pid, 0)?;
+        let p = t.visible(pid, 1)?;
         t.may_read(p, "proc_pid_rusage")?;
-        put(
-            buf,
-            rusage::PHYS_FOOTPRINT,
-            &p.footprint_bytes.to_ne_bytes(),
-        );
-        put(buf, rusage::RESIDENT_SIZE, &p.footprint_bytes.to_ne_bytes());
+        let (footprint, resident, lifetime_max) = if p.run == Run::Zombie {
+            (0, 0, p.exited_lifetime_max)
+        } else {
+            let held = t.memory.of(Holder::Pid(pid));
+            (held.footprint(), held.resident, held.lifetime_max)
+        };
+        let bytes = |pages: u64| (pages * PAGE_BYTES).to_ne_bytes();
+        put(buf, rusage::PHYS_FOOTPRINT, &bytes(footprint));
+        put(buf, rusage::RESIDENT_SIZE, &bytes(resident));
         put(
             buf,
             rusage::LIFETIME_MAX_PHYS_FOOTPRINT,
-            &p.footprint_bytes.to_ne_bytes(),
+            &bytes(lifetime_max),
         );
         Ok(())
     }

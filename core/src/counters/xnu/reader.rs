@@ -54,8 +54,9 @@ pub trait Xnu {
     fn procargs2(&self, pid: u32, buf: &mut Vec<u8>) -> Result<Option<usize>>;
     /// `proc_pid_rusage(pid, RUSAGE_INFO_V4)` into `buf`.
     fn rusage_v4(&self, pid: u32, buf: &mut [u8; rusage::SIZE]) -> Result<()>;
-    /// Where this process keeps its one `host_statistics64` answer (per process, as xnu's
-    /// limit counts calls).
+    /// Where this process keeps its last `host_statistics64` answer, so that it asks at most
+    /// once per [`super::HOST_STATISTICS_EVERY`] (xnu's budget and cache are shared by every
+    /// non-Apple process, see there).
     fn vm_cache(&self) -> &Mutex<OncePerInterval<VmAnswer>>;
     /// The time the cache is kept by.
     fn now(&self) -> Instant {
@@ -178,22 +179,64 @@ impl<K: Xnu> XnuReader<K> {
         })
     }
 
-    /// Runs `read` for every pid; processes it fails for (gone, denied, …) are logged and
-    /// skipped.
+    /// Runs `read` for every pid; processes it fails for (gone, denied, …) are skipped.
+    /// Those this user may not read (every root or daemon process, and a setuid child of
+    /// another effective uid: EPERM in `proc_info.c`) are expected on every scan: one line at
+    /// debug says how many.
     fn for_each_pid<T>(&self, mut read: impl FnMut(u32) -> Result<T>) -> Result<Vec<T>> {
         let pids = self.all_pids()?;
         let mut out = Vec::with_capacity(pids.len());
+        let mut denied = 0usize;
         for pid in pids {
             match read(pid) {
                 Ok(item) => out.push(item),
-                Err(err @ CounterError::PermissionDenied { .. }) => {
-                    // A setuid child of another effective uid (EPERM in `proc_info.c`).
-                    tracing::info!(pid, %err, "skipping a process this user may not read");
-                }
+                Err(CounterError::PermissionDenied { .. }) => denied += 1,
                 Err(err) => tracing::debug!(pid, %err, "skipping process"),
             }
         }
+        if denied > 0 {
+            tracing::debug!(denied, "skipped the processes this user may not read");
+        }
         Ok(out)
+    }
+}
+
+/// The page counts of a `host_statistics64` answer that say what memory is in use, as
+/// Activity Monitor counts it (and sysinfo, exelban/stats): app memory is internal pages less
+/// purgeable ones; in use is app + wired + the compressor's pages. `None` where the answer's
+/// revision does not hold the count (REV0 has no internal or compressor counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageCounts {
+    /// `internal_page_count`.
+    pub internal: Option<u64>,
+    /// `purgeable_count`.
+    pub purgeable: Option<u64>,
+    /// `wire_count`.
+    pub wired: Option<u64>,
+    /// `compressor_page_count`.
+    pub compressor: Option<u64>,
+}
+
+impl PageCounts {
+    /// The counts in `vm`.
+    pub fn of(vm: &VmAnswer) -> Self {
+        let count = |offset| vm.u32_at(offset).map(u64::from);
+        PageCounts {
+            internal: count(vm::INTERNAL_PAGE_COUNT),
+            purgeable: count(vm::PURGEABLE_COUNT),
+            wired: count(vm::WIRE_COUNT),
+            compressor: count(vm::COMPRESSOR_PAGE_COUNT),
+        }
+    }
+
+    /// App memory, pages: internal less purgeable.
+    pub fn app(&self) -> Option<u64> {
+        Some(self.internal?.saturating_sub(self.purgeable?))
+    }
+
+    /// Memory in use, pages: app + wired + compressor.
+    pub fn in_use(&self) -> Option<u64> {
+        Some(self.app()? + self.wired? + self.compressor?)
     }
 }
 
@@ -213,32 +256,27 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
             .and_then(super::swap_usage)
             .ok_or_else(|| parse_error("sysctl vm.swapusage", format!("length {len}")))?;
         let vm = self.vm_stats()?;
+        let pages = PageCounts::of(&vm);
         let bytes = |pages: Option<u64>| pages.map(|p| p.saturating_mul(page_bytes));
-        let count = |offset| vm.u32_at(offset).map(u64::from);
-        let app_pages = count(vm::INTERNAL_PAGE_COUNT)
-            .zip(count(vm::PURGEABLE_COUNT))
-            .map(|(internal, purgeable)| internal.saturating_sub(purgeable));
         // The level is optional: a sandbox may hide it; everything else is required.
         let pressure = self
             .number("kern.memorystatus_vm_pressure_level")
             .ok()
             .and_then(|level| u32::try_from(level).ok())
             .and_then(PressureLevel::from_macos_level);
-        // Compressed memory from its own sysctl (never a cached repeat); the compressor's page
-        // count where that is missing.
-        let compressed = self
-            .number("vm.compressor_bytes_used")
-            .ok()
-            .or_else(|| bytes(count(vm::COMPRESSOR_PAGE_COUNT)));
         Ok(SystemCounters {
             total_bytes: self.number("hw.memsize")?,
             free_percent: self.number("kern.memorystatus_level")? as f64,
+            usable_bytes: self.number("hw.memsize_usable").ok(),
+            in_use_bytes: bytes(pages.in_use()),
             pressure,
             swap_used_bytes: swap_used,
             swap_total_bytes: swap_total,
-            compressed_bytes: compressed,
-            wired_bytes: bytes(count(vm::WIRE_COUNT)),
-            app_bytes: bytes(app_pages),
+            // What Activity Monitor shows: the compressor's pages (`vm.compressor_bytes_used`
+            // is the smaller size of the data inside its segments).
+            compressed_bytes: bytes(pages.compressor),
+            wired_bytes: bytes(pages.wired),
+            app_bytes: bytes(pages.app()),
             // Cumulative counters missing from a pre-REV1 answer read as 0.
             swapped_in_bytes: bytes(vm.u64_at(vm::SWAPINS)).unwrap_or(0),
             swapped_out_bytes: bytes(vm.u64_at(vm::SWAPOUTS)).unwrap_or(0),
@@ -327,6 +365,17 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
             .kernel
             .pid_info(pid, uniqinfo::FLAVOR, LIVE_ONLY, &mut buf)?;
         Ok(buf.get(..len).and_then(super::unique_ids))
+    }
+
+    /// The environment from `KERN_PROCARGS2` (the same user's processes; the kernel refuses
+    /// others' and zombies').
+    fn carries_job_mark(&self, pid: u32, mark: &str) -> Result<bool> {
+        let mut buf = Vec::new();
+        let Some(len) = self.kernel.procargs2(pid, &mut buf)? else {
+            return Ok(false);
+        };
+        let env = super::procargs2_env(buf.get(..len).unwrap_or_default());
+        Ok(crate::counters::env_names_job_mark(&env, mark))
     }
 
     /// `proc_listallpids` (never empty on a Mac: launchd is always there).

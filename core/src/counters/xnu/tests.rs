@@ -173,3 +173,25 @@ proptest! {
         prop_assert!(bsd_info(&whole[..cut]).is_none());
     }
 }
+
+#[test]
+fn procargs2_environment_ends_at_the_first_empty_string() {
+    let mut buf = 2i32.to_ne_bytes().to_vec();
+    buf.extend_from_slice(b"/usr/bin/python3\0\0\0\0python3\0gen.py\0HOME=/Users/me\0HEADROOM_JOB=1.2\0\0ptr_munge=\0");
+    assert_eq!(
+        crate::counters::xnu::procargs2_env(&buf),
+        ["HOME=/Users/me", "HEADROOM_JOB=1.2"]
+    );
+    assert!(crate::counters::env_names_job_mark(
+        &["HEADROOM_JOB=9.9:1.2"],
+        "1.2"
+    ));
+    assert!(!crate::counters::env_names_job_mark(
+        &["HEADROOM_JOB=11.2"],
+        "1.2"
+    ));
+    let mut bare = 1i32.to_ne_bytes().to_vec();
+    bare.extend_from_slice(b"/bin/sh\0sh\0\0apple\0");
+    assert!(crate::counters::xnu::procargs2_env(&bare).is_empty());
+    assert!(crate::counters::xnu::procargs2_env(&buf[..3]).is_empty());
+}
