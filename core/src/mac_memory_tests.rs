@@ -396,3 +396,21 @@ fn the_level_is_a_share_of_usable_memory_and_compressed_is_the_compressors_pages
         1 << 20
     ));
 }
+
+#[test]
+fn a_zombies_rusage_answers_a_zero_footprint_and_its_peak_and_it_is_no_member() {
+    let (reader, guard) = mac();
+    let mut job = Job::start(&reader, guard);
+    job.touch(GIB);
+    let leader = job.leader;
+    reader.kernel().exit(leader); // a zombie: the guard has not reaped it
+    let memory = reader.process_memory(leader).unwrap();
+    assert_eq!(
+        memory.footprint_bytes, 0,
+        "xnu zeroes the exit rusage's footprint"
+    );
+    assert!(memory.peak_footprint_bytes.unwrap() >= GIB, "{memory:?}");
+    assert_eq!(job.set.refresh(&reader).0, None, "a zombie is no member");
+    reader.kernel().reap(leader);
+    assert!(reader.process_memory(leader).unwrap_err().is_gone());
+}

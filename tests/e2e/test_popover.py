@@ -232,12 +232,13 @@ def test_notification_buttons_pause_resume_stop_and_spare(driver, rig, notificat
         job = guard_from_row(driver, first.pid, "e2e-buttons-1", "300M")
         warning = wait_for(lambda: newest(notifications, "Guard about to stop a job", seen),
                            timeout=60, what="the warning")
-        assert set(warning["actions"]) == {"spare", "pause"}, warning
+        # The buttons, and "default": a click on the notification itself opens the popover.
+        assert set(warning["actions"]) == {"spare", "pause", "default"}, warning
         click(warning, "pause")
         wait_for(lambda: state_of(first.pid) == "T", what="paused by the notification")
         wait_for(lambda: job.get_attribute("data-state") == "paused", what="the row says paused")
         pause = wait_for(lambda: newest(notifications, "Paused a job", warning["id"]), what="the pause notification")
-        assert set(pause["actions"]) == {"resume", "stop"}, pause
+        assert set(pause["actions"]) == {"resume", "stop", "default"}, pause
         shot(driver, "popover-paused.png")
         click(pause, "resume")
         wait_for(lambda: state_of(first.pid) not in ("T", None), what="resumed by the notification")
