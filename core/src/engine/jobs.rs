@@ -263,6 +263,23 @@ impl Engine {
         })]
     }
 
+    /// Job `id` reports a load, release or mark (its stage, when it names none, is the
+    /// current one); returns its event, for the trace (nothing once the job ended). The
+    /// engine decides nothing on it.
+    pub fn report(&mut self, id: u64, mut event: crate::stages::Reported) -> Vec<Action> {
+        let Some(job) = self
+            .jobs
+            .iter_mut()
+            .find(|j| j.id == id && matches!(j.phase, Phase::Running))
+        else {
+            return Vec::new();
+        };
+        if event.stage.is_none() {
+            event.stage = job.stages.stages().last().map(|s| s.stage.clone());
+        }
+        vec![job.notify(JobEvent::Reported { report: event })]
+    }
+
     /// The running job whose members, as the last sample found them, include `pid` (for a
     /// mark from that process).
     pub fn job_of(&self, pid: u32) -> Option<u64> {
