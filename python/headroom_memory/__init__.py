@@ -15,6 +15,8 @@ a stageload pipeline's events to the guard. See docs/python.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._binary import DISTRIBUTION, binary_path
 from ._errors import HeadroomError, HeadroomWarning
 from ._stages import current_stage, mark, report, stage
@@ -28,5 +30,13 @@ __all__ = [
     "mark",
     "report",
     "stage",
+    "watch_modules",
 ]
 
+
+def watch_modules(pipeline_or_module: Any) -> Any:
+    """Marks a stage whenever a top-level component of a PyTorch model or a diffusers
+    pipeline starts its work (see :mod:`headroom_memory.pytorch`); returns its argument."""
+    from .pytorch import watch_modules as watch
+
+    return watch(pipeline_or_module)
