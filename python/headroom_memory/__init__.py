@@ -19,15 +19,21 @@ from typing import Any
 
 from ._binary import DISTRIBUTION, binary_path
 from ._errors import HeadroomError, HeadroomWarning
+from ._fit import Fit, fits
 from ._stages import current_stage, mark, report, stage
+from ._warning import GuardWarning, on_warning
 
 __all__ = [
     "DISTRIBUTION",
+    "Fit",
+    "GuardWarning",
     "HeadroomError",
     "HeadroomWarning",
     "binary_path",
     "current_stage",
+    "fits",
     "mark",
+    "on_warning",
     "report",
     "stage",
     "watch_modules",

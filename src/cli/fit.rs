@@ -1,5 +1,6 @@
-//! `headroom fit [--key KEY] [--json] [--free SIZE|PERCENT] -- CMD...`: will the job fit now,
-//! from its past runs? Runs nothing; when it won't, names what would make room.
+//! `headroom fit [--key KEY | --need SIZE] [--json] [--free SIZE|PERCENT] [-- CMD...]`: will
+//! the job fit now, from its past runs (or a need given)? Runs nothing; when it won't, names
+//! what would make room.
 
 use std::process::ExitCode;
 
@@ -17,8 +18,10 @@ use super::output::{print_json, say};
 /// `headroom fit`: will the job fit now, from its past runs? Runs nothing.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Exit codes: 0 it fits, 1 it won't, 5 no past run of its key (run it once under \
-`headroom guard`, or import a trace: `headroom history import TRACE --key KEY`), 2 bad flags.")]
+The command may be left out when --key or --need says what to ask about. Inside a job that \
+`headroom guard` started, $HEADROOM_KEY holds the job's key. Exit codes: 0 it fits, 1 it won't, \
+5 no past run of its key (run it once under `headroom guard`, or import a trace: `headroom \
+history import TRACE --key KEY`), 2 bad flags.")]
 pub struct FitArgs {
     #[command(flatten)]
     history: HistoryKey,
@@ -26,11 +29,14 @@ pub struct FitArgs {
     /// of memory (40%).
     #[arg(long, value_name = "SIZE|PERCENT")]
     free: Option<String>,
+    /// Ask about this need instead of the key's past runs: a size (12G).
+    #[arg(long, value_name = "SIZE", value_parser = super::values::parse_size, conflicts_with = "key")]
+    need: Option<u64>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
     /// The command, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present_any = ["key", "need"], value_name = "CMD")]
     command: Vec<String>,
 }
 
@@ -46,8 +52,12 @@ struct HistoryKey {
 struct FitJson<'a> {
     key: &'a str,
     prediction: &'a Prediction,
+    /// What the need rests on, in words (past runs, or `--need`).
+    basis: &'a str,
     free_bytes: u64,
     floor_bytes: u64,
+    /// Free memory above the floor: what the job may take.
+    room_bytes: u64,
     fits: bool,
     spare_bytes: u64,
     short_bytes: u64,
@@ -73,9 +83,7 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         None => percent_of_bytes(system.free_percent, system.total_bytes),
     };
     let key = job_key(&args.command, args.history.key.as_deref());
-    let store = open_store().map_err(exit::Invalid)?;
-    let (prediction, _) = prediction_of(&store, &key).map_err(exit::Invalid)?;
-    let Some(p) = prediction else {
+    let Some(p) = need_of(args.need, &key)? else {
         say(&format!(
             "no past run of '{key}': run it once under `headroom guard`, or import a trace \
              (`headroom history import TRACE --key '{key}'`)"
@@ -93,16 +101,21 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     } else {
         "free now"
     };
+    let basis = match args.need {
+        Some(need) => format!("needs {} (as asked)", format_bytes(need)),
+        None => basis(&p),
+    };
+    let who = Some(&key)
+        .filter(|k| !k.is_empty())
+        .map_or(String::new(), |k| format!("{k}: "));
     let line = match result {
         Ok(spare) => format!(
-            "{key}: {}; {} {now}: fits, {} to spare",
-            basis(&p),
+            "{who}{basis}; {} {now}: fits, {} to spare",
             format_bytes(free),
             format_bytes(spare)
         ),
         Err(short) => format!(
-            "{key}: {}; {} {now}: won't fit, {} short",
-            basis(&p),
+            "{who}{basis}; {} {now}: won't fit, {} short",
             format_bytes(free),
             format_bytes(short)
         ),
@@ -111,8 +124,10 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         print_json(&FitJson {
             key: &key,
             prediction: &p,
+            basis: &basis,
             free_bytes: free,
             floor_bytes: floor,
+            room_bytes: free.saturating_sub(floor),
             fits: result.is_ok(),
             spare_bytes: result.unwrap_or(0),
             short_bytes: result.err().unwrap_or(0),
@@ -133,6 +148,22 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     } else {
         exit::DOES_NOT_FIT
     }))
+}
+
+/// The need asked about: `--need`, else the prediction from the past runs of `key` (`None`
+/// without any).
+fn need_of(need: Option<u64>, key: &str) -> anyhow::Result<Option<Prediction>> {
+    if let Some(need_bytes) = need {
+        return Ok(Some(Prediction {
+            need_bytes,
+            runs: 0,
+            oldest: std::time::Duration::ZERO,
+            did_not_fit: 0,
+            run_time: None,
+        }));
+    }
+    let store = open_store().map_err(exit::Invalid)?;
+    Ok(prediction_of(&store, key).map_err(exit::Invalid)?.0)
 }
 
 /// The largest processes but ours, enough of them to cover `short` bytes.

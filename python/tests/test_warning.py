@@ -1,0 +1,73 @@
+"""on_warning on real swap (root): a job that keeps a 300 MiB cache and then grows, guarded
+with a 400 MB budget and --on-budget pause. With on_warning it drops the cache when the
+guard warns (at 80 %) and ends within its budget, never paused; without it, the same job is
+paused at its budget (seen in /proc)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import guard, job
+from test_marks import result
+
+FLAGS = ["--swap-budget", "400M", "--on-budget", "pause", "--poll", "0.2s"]
+PROCESSES = {"HEADROOM_JOB_CGROUP": "off"}
+PAUSED = re.compile(r"paused .*\(SIGSTOP, pause 1 of")
+
+
+def test_a_job_that_sheds_memory_when_warned_ends_within_its_budget(
+    binary, tmp_path, swap_lab
+) -> None:
+    cgroup = swap_lab(64, "warn-shed")
+    try:
+        run = guard(binary, tmp_path, cgroup.wrap(job("warned", "--shed")), *FLAGS,
+                    env=PROCESSES)
+    finally:
+        cgroup.close()
+    assert run.code == 0, run.stderr
+    got = result(run.stderr)
+    assert len(got["heard"]) == 1 and got["cache_kept"] is False, got
+    warning = got["heard"][0]
+    assert warning["budget_bytes"] == 400 << 20 and warning["then"] == "pause", warning
+    assert warning["stage"] == "grow" and warning["growth_bytes"] >= 0.8 * (400 << 20)
+    verdict = run.summary["verdict"]
+    assert verdict.get("pauses", 0) == 0 and verdict["ended"]["kind"] == "exited", verdict
+    assert not PAUSED.search(run.stderr), run.stderr
+    # Swap fell back when the cache went: the run ended well under its budget.
+    samples = [r["swap_used"] for r in run.trace if r.get("type") == "sample"]
+    assert samples[-1] - samples[0] < 400 << 20, (samples[0], samples[-1])
+
+
+def test_the_same_job_without_on_warning_is_paused(binary, tmp_path, swap_lab) -> None:
+    import os
+
+    cgroup = swap_lab(64, "warn-none")
+    log = tmp_path / "guard.stderr"
+    try:
+        with log.open("w") as err:
+            g = subprocess.Popen(
+                [str(binary), "guard", "--wait-free", "0", *FLAGS, "--",
+                 *cgroup.wrap(job("warned"))],
+                stderr=err, stdout=subprocess.DEVNULL, env={**os.environ, **PROCESSES})
+        deadline = time.monotonic() + 60
+        while not PAUSED.search(log.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        text = log.read_text()
+        assert PAUSED.search(text), text
+        pids = cgroup.pids()
+        assert pids, "the job is still there, paused"
+        for _ in range(50):
+            states = [Path(f"/proc/{p}/stat").read_text().rsplit(") ", 1)[1][0] for p in pids]
+            if all(s == "T" for s in states):
+                break
+            time.sleep(0.1)
+        assert all(s == "T" for s in states), states
+        g.send_signal(signal.SIGINT)  # Ctrl-C: the guard stops its paused job
+        g.wait(timeout=30)
+    finally:
+        cgroup.close()
+    assert "RESULT" not in log.read_text(), "the job never got to its end"
