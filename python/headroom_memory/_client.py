@@ -59,6 +59,7 @@ class Client:
         self._unanswered = 0
         self._next_try = 0.0
         self._env_refused = False
+        self._stages_full = False
         self._push: Callable[[dict[str, Any]], None] = lambda _push: None
 
     # --- requests -----------------------------------------------------------------------
@@ -67,6 +68,8 @@ class Client:
         """Sends ``request``; True once the guard took it (`ok` or `queued`). False outside
         any guard, or when the guard refused it (said once)."""
         with self._lock:
+            if self._stages_full and "stage" in request:
+                return False  # the guard records no more stages of this job
             if not self._connect():
                 return False
             line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
@@ -112,6 +115,8 @@ class Client:
     def _taken(self, answer: str) -> bool:
         if answer in ("ok", "queued"):
             return True
+        if "stages already: no more are recorded" in answer:
+            self._stages_full = True  # later marks are not sent: they cost a round trip
         _errors.warn(f"the guard refused a mark: {answer.removeprefix('error: ')}")
         return False
 
