@@ -57,7 +57,7 @@ pub enum Push {
 
 impl Sessions {
     /// Sends `push` to every open session; returns how many took it. A session whose
-    /// socket does not take the line within [`PUSH_WAIT`] is closed.
+    /// socket does not take the line within 200 ms is closed.
     pub fn push(&self, push: &Push) -> usize {
         let Ok(mut line) = serde_json::to_vec(push) else {
             return 0;
