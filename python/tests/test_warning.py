@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import guard, job
 from test_marks import result
 
@@ -42,30 +44,45 @@ def test_a_job_that_sheds_memory_when_warned_ends_within_its_budget(
     assert samples[-1] - samples[0] < 400 << 20, (samples[0], samples[-1])
 
 
-def test_the_same_job_without_on_warning_is_paused(binary, tmp_path, swap_lab) -> None:
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+@pytest.mark.parametrize("membership", ["processes", "own cgroup"])
+def test_the_same_job_without_on_warning_is_paused(
+    binary, tmp_path, swap_lab, membership
+) -> None:
     import os
 
+    # Both ways a guard knows its job: its processes (as on a Mac), the job alone in the
+    # lab's cgroup; or a cgroup of its own (the default as root on Linux: the pause is its
+    # freezer), made beneath the lab's cgroup, where the guard itself runs.
     cgroup = swap_lab(64, "warn-none")
+    command = [str(binary), "guard", "--wait-free", "0", *FLAGS, "--"]
+    if membership == "processes":
+        argv, env = [*command, *cgroup.wrap(job("warned"))], PROCESSES
+    else:
+        argv, env = cgroup.wrap([*command, *job("warned")]), {}
+    environment = {k: v for k, v in os.environ.items() if k != "HEADROOM_JOB_CGROUP"}
     log = tmp_path / "guard.stderr"
     try:
         with log.open("w") as err:
-            g = subprocess.Popen(
-                [str(binary), "guard", "--wait-free", "0", *FLAGS, "--",
-                 *cgroup.wrap(job("warned"))],
-                stderr=err, stdout=subprocess.DEVNULL, env={**os.environ, **PROCESSES})
+            g = subprocess.Popen(argv, stderr=err, stdout=subprocess.DEVNULL,
+                                 env={**environment, **env})
         deadline = time.monotonic() + 60
         while not PAUSED.search(log.read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)
         text = log.read_text()
         assert PAUSED.search(text), text
-        pids = cgroup.pids()
-        assert pids, "the job is still there, paused"
-        for _ in range(50):
-            states = [Path(f"/proc/{p}/stat").read_text().rsplit(") ", 1)[1][0] for p in pids]
-            if all(s == "T" for s in states):
-                break
-            time.sleep(0.1)
-        assert all(s == "T" for s in states), states
+        pid = int(re.search(r"^PID (\d+)$", text, re.M).group(1))
+        # Paused: it does not run (no CPU time over a second), stopped or frozen.
+        time.sleep(0.5)
+        before = cpu_ticks(pid)
+        time.sleep(1.0)
+        assert cpu_ticks(pid) == before, "the paused job still runs"
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0]
+        assert state in "TD", state
         g.send_signal(signal.SIGINT)  # Ctrl-C: the guard stops its paused job
         g.wait(timeout=30)
     finally:
