@@ -97,6 +97,20 @@ def guard(
     return Run(out.returncode, summary, out.stderr, out.stdout, records)
 
 
+def guard_in_lab(
+    lab: type, limit_mib: int, tag: str, binary: Path, tmp_path: Path, argv: list[str],
+    *flags: str,
+) -> Run:
+    """:func:`guard` of ``argv`` run inside a memory cgroup of ``limit_mib`` (the job's
+    processes tracked, as the Rust real-swap tests do)."""
+    cgroup = lab(limit_mib, tag)
+    try:
+        return guard(binary, tmp_path, cgroup.wrap(argv), *flags,
+                     env={"HEADROOM_JOB_CGROUP": "off"})
+    finally:
+        cgroup.close()
+
+
 def job(name: str, *args: str) -> list[str]:
     """The command line of test job ``jobs/<name>.py`` under this venv's Python."""
     return [sys.executable, str(JOBS / f"{name}.py"), *args]

@@ -10,12 +10,11 @@ import sys
 
 import pytest
 
-from conftest import guard, job
+from conftest import guard_in_lab, job
 
 pytest.importorskip("torch", reason="Debian's python3-torch (scripts/setup installs it)")
 
 BUDGET = ["--swap-budget", "150M", "--poll", "0.2s"]
-PROCESSES = {"HEADROOM_JOB_CGROUP": "off"}  # the lab's cgroup holds the job (as in Rust)
 
 
 def stage_growth(run) -> dict[str, int]:
@@ -34,22 +33,14 @@ def check_third_named(run, names: list[str]) -> None:
 
 
 def test_watch_modules_names_the_component_that_grew_swap(binary, tmp_path, swap_lab) -> None:
-    cgroup = swap_lab(300, "torch-watch")
-    try:
-        run = guard(binary, tmp_path, cgroup.wrap(job("pipeline", "--watch")), *BUDGET,
-                    env=PROCESSES)
-    finally:
-        cgroup.close()
+    run = guard_in_lab(swap_lab, 300, "torch-watch", binary, tmp_path,
+                       job("pipeline", "--watch"), *BUDGET)
     check_third_named(run, ["text_encoder", "transformer", "vae"])
 
 
 def test_no_code_change_names_the_component_that_grew_swap(binary, tmp_path, swap_lab) -> None:
     argv = [sys.executable, "-m", "headroom_memory", *job("pipeline")[1:]]
-    cgroup = swap_lab(300, "torch-nocode")
-    try:
-        run = guard(binary, tmp_path, cgroup.wrap(argv), *BUDGET, env=PROCESSES)
-    finally:
-        cgroup.close()
+    run = guard_in_lab(swap_lab, 300, "torch-nocode", binary, tmp_path, argv, *BUDGET)
     check_third_named(run, ["TextEncoder", "Denoiser", "Decoder"])
 
 

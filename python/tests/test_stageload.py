@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import guard, job
+from conftest import guard_in_lab, job
 from test_marks import result
 
 pytest.importorskip("torch", reason="Debian's python3-torch (scripts/setup installs it)")
@@ -19,12 +19,8 @@ pytest.importorskip("stageload", reason="stageload from the wheelhouse (scripts/
 
 
 def test_stageload_events_land_in_the_trace_and_the_verdict(binary, tmp_path, swap_lab) -> None:
-    cgroup = swap_lab(300, "stageload")
-    try:
-        run = guard(binary, tmp_path, cgroup.wrap(job("staged")), "--swap-budget", "900M",
-                    "--poll", "0.2s", env={"HEADROOM_JOB_CGROUP": "off"})
-    finally:
-        cgroup.close()
+    run = guard_in_lab(swap_lab, 300, "stageload", binary, tmp_path, job("staged"),
+                       "--swap-budget", "900M", "--poll", "0.2s")
     assert run.code == 0, run.stderr
     # Every event still reached stageload's own sink.
     assert result(run.stderr) == ["stage", "load", "stage", "release", "load", "release"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import guard, job
+from conftest import guard_in_lab, job
 from test_marks import result
 
 FLAGS = ["--swap-budget", "400M", "--on-budget", "pause", "--poll", "0.2s"]
@@ -24,12 +24,8 @@ PAUSED = re.compile(r"paused .*\(SIGSTOP, pause 1 of")
 def test_a_job_that_sheds_memory_when_warned_ends_within_its_budget(
     binary, tmp_path, swap_lab
 ) -> None:
-    cgroup = swap_lab(64, "warn-shed")
-    try:
-        run = guard(binary, tmp_path, cgroup.wrap(job("warned", "--shed")), *FLAGS,
-                    env=PROCESSES)
-    finally:
-        cgroup.close()
+    run = guard_in_lab(swap_lab, 64, "warn-shed", binary, tmp_path, job("warned", "--shed"),
+                       *FLAGS)
     assert run.code == 0, run.stderr
     got = result(run.stderr)
     assert len(got["heard"]) == 1 and got["cache_kept"] is False, got
