@@ -3,7 +3,8 @@
 Protocol version 2 (documented in ``core/src/marks/mod.rs``): a hello, then one request line
 after another on the same connection, each answered in order, and the guard's pushes (its
 warning) in between. A reader thread takes every line the guard sends: answers go to the
-request waiting for them, pushes to the callbacks of :func:`headroom_memory.on_warning`. A
+request waiting for them, pushes to the callbacks of :func:`headroom_memory.on_warning` (on
+a thread of their own, so a callback may mark). A
 guard of version 1 (it answers the hello with an error) gets one connection per mark, as
 ``headroom mark`` does, and no warning.
 
@@ -90,7 +91,7 @@ class Client:
             return self._connect()
 
     def on_push(self, push: Callable[[dict[str, Any]], None]) -> None:
-        """Where the guard's pushes go (called on the reader thread)."""
+        """Where the guard's pushes go (called on a thread of its own, one per push)."""
         self._push = push
 
     def connected(self) -> bool:
@@ -222,9 +223,14 @@ class Client:
             line = raw.decode(errors="replace").strip()
             if line.startswith("{"):
                 try:
-                    self._push(json.loads(line))
+                    push = json.loads(line)
                 except ValueError:
-                    pass
+                    continue
+                # On a thread of its own: a callback that marks must not wait for this
+                # reader, which delivers the answer.
+                threading.Thread(
+                    target=self._push, args=(push,), name="headroom-memory-push", daemon=True
+                ).start()
             else:
                 answers.put(line)
 

@@ -2,8 +2,8 @@
 
 The guard warns once its job's swap growth passes 80 % of the budget (again after a resume);
 with protocol version 2 it pushes the warning to every session open on the job's socket. The
-callbacks registered here run on the connection's reader thread, in the order registered; an
-exception in one is printed (once) and the others still run.
+callbacks registered here run on a thread of their own (they may mark), in the order
+registered; an exception in one is printed (once) and the others still run.
 """
 
 from __future__ import annotations
