@@ -58,6 +58,77 @@ pub struct Reading {
     pub free_percent: f64,
 }
 
+/// What a job reported besides its stages, as stageload's events name it: a model loaded,
+/// loaded again or released (`name`, `nbytes`, how long the load took), or a free-text mark.
+/// It goes to the job's trace as an `event` line of the same `kind`; the engine decides
+/// nothing on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reported {
+    /// `load`, `reload`, `release` or `mark` ([`REPORTED_KINDS`]).
+    pub kind: String,
+    /// The model or object, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The stage the job says it is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// Bytes loaded or released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbytes: Option<u64>,
+    /// Seconds a load took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// Free text (a mark's label).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The kinds a job may report ([`Reported`]); a stage is a mark of its own.
+pub const REPORTED_KINDS: [&str; 4] = ["load", "reload", "release", "mark"];
+
+impl Reported {
+    /// Checks a report from a job: a known kind, names like a stage's (see `check_name`),
+    /// a finite, non-negative load time.
+    pub fn check(self) -> Result<Reported, String> {
+        if !REPORTED_KINDS.contains(&self.kind.as_str()) {
+            return Err(format!(
+                "unknown event kind '{}': expected one of {}",
+                self.kind,
+                REPORTED_KINDS.join(", ")
+            ));
+        }
+        for text in [&self.name, &self.stage, &self.note].into_iter().flatten() {
+            check_name(text)?;
+        }
+        if self.seconds.is_some_and(|s| !s.is_finite() || s < 0.0) {
+            return Err("an event's seconds must be a finite number, not negative".into());
+        }
+        Ok(self)
+    }
+}
+
+/// Longest stage (or reported) name, bytes.
+pub const MAX_NAME_BYTES: usize = 200;
+
+/// A stage name (or a reported name), checked: not empty, at most [`MAX_NAME_BYTES`] once
+/// trimmed, no control characters; returns it trimmed.
+pub fn check_name(name: &str) -> Result<&str, String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() {
+        return Err("a stage name cannot be empty".into());
+    }
+    if trimmed.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "a stage name is at most {MAX_NAME_BYTES} bytes, not {}",
+            trimmed.len()
+        ));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err("a stage name cannot hold control characters".into());
+    }
+    Ok(trimmed)
+}
+
 /// Stages a job may have at most; later marks are refused (and said so).
 pub const MAX_STAGES: usize = 256;
 

@@ -104,8 +104,8 @@ pub fn carry_out<R: Runtime>(app: &AppHandle<R>, actions: Vec<Action>) {
         if matches!(event, JobEvent::Finished { .. }) {
             crate::persist::job_finished(&state, job_id);
         }
-        // A stage beginning is shown in the job's row, not notified.
-        if matches!(event, JobEvent::Stage { .. }) {
+        // A stage beginning is shown in the job's row, not notified; nor is a load.
+        if matches!(event, JobEvent::Stage { .. } | JobEvent::Reported { .. }) {
             continue;
         }
         crate::notify::job_event(app, &command, &event, on_button(app, job_id));

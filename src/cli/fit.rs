@@ -1,5 +1,6 @@
-//! `headroom fit [--key KEY] [--json] [--free SIZE|PERCENT] -- CMD...`: will the job fit now,
-//! from its past runs? Runs nothing; when it won't, names what would make room.
+//! `headroom fit [--key KEY | --need SIZE] [--json] [--free SIZE|PERCENT] [-- CMD...]`: will
+//! the job fit now, from its past runs (or a need given)? Runs nothing; when it won't, names
+//! what would make room.
 
 use std::process::ExitCode;
 
@@ -18,8 +19,10 @@ use super::output::{print_json, say};
 /// `headroom fit`: will the job fit now, from its past runs? Runs nothing.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Exit codes: 0 it fits, 1 it won't, 5 no past run of its key (run it once under \
-`headroom guard`, or import a trace: `headroom history import TRACE --key KEY`), 2 bad flags.")]
+The command may be left out when --key or --need says what to ask about. Inside a job that \
+`headroom guard` started, $HEADROOM_KEY holds the job's key. Exit codes: 0 it fits, 1 it won't, \
+5 no past run of its key (run it once under `headroom guard`, or import a trace: `headroom \
+history import TRACE --key KEY`), 2 bad flags.")]
 pub struct FitArgs {
     #[command(flatten)]
     history: HistoryKey,
@@ -32,11 +35,14 @@ pub struct FitArgs {
     /// free floor and a percent of `--free`.
     #[arg(long, value_name = "SIZE", requires = "free", value_parser = super::values::parse_size)]
     total_memory: Option<u64>,
+    /// Ask about this need instead of the key's past runs: a size (12G).
+    #[arg(long, value_name = "SIZE", value_parser = super::values::parse_size, conflicts_with = "key")]
+    need: Option<u64>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
     /// The command, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present_any = ["key", "need"], value_name = "CMD")]
     command: Vec<String>,
 }
 
@@ -52,10 +58,14 @@ struct HistoryKey {
 struct FitJson<'a> {
     key: &'a str,
     prediction: &'a Prediction,
+    /// What the need rests on, in words (past runs, or `--need`).
+    basis: &'a str,
     free_bytes: u64,
     floor_bytes: u64,
     /// The memory of the machine the answer is about.
     total_bytes: u64,
+    /// Free memory above the floor: what the job may take.
+    room_bytes: u64,
     fits: bool,
     spare_bytes: u64,
     short_bytes: u64,
@@ -114,8 +124,7 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
     let system = counters.read_system()?;
     let key = job_key(&args.command, args.history.key.as_deref());
-    let store = open_store().map_err(exit::Invalid)?;
-    let (prediction, runs) = prediction_of(&store, &key).map_err(exit::Invalid)?;
+    let (prediction, runs) = need_of(args.need, &key)?;
     let (room, other_machine) = room_asked(args, &system, &runs).map_err(exit::Invalid)?;
     let free = room.free_bytes;
     let Some(p) = prediction else {
@@ -137,16 +146,21 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         None if args.free.is_some() => "free".to_string(),
         None => "free now".to_string(),
     };
+    let basis = match args.need {
+        Some(need) => format!("needs {} (as asked)", format_bytes(need)),
+        None => basis(&p),
+    };
+    let who = Some(&key)
+        .filter(|k| !k.is_empty())
+        .map_or(String::new(), |k| format!("{k}: "));
     let line = match result {
         Ok(spare) => format!(
-            "{key}: {}; {} {now}: fits, {} to spare",
-            basis(&p),
+            "{who}{basis}; {} {now}: fits, {} to spare",
             format_bytes(free),
             format_bytes(spare)
         ),
         Err(short) => format!(
-            "{key}: {}; {} {now}: won't fit, {} short",
-            basis(&p),
+            "{who}{basis}; {} {now}: won't fit, {} short",
             format_bytes(free),
             format_bytes(short)
         ),
@@ -155,9 +169,11 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         print_json(&FitJson {
             key: &key,
             prediction: &p,
+            basis: &basis,
             free_bytes: free,
             floor_bytes: room.floor_bytes,
             total_bytes: other_machine.unwrap_or(system.total_bytes),
+            room_bytes: room.above_floor_bytes(),
             fits: result.is_ok(),
             spare_bytes: result.unwrap_or(0),
             short_bytes: result.err().unwrap_or(0),
@@ -178,6 +194,23 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     } else {
         exit::DOES_NOT_FIT
     }))
+}
+
+/// The need asked about: `--need`, else the prediction from the past runs of `key` (`None`
+/// without any), with those runs (newest first; none for `--need`).
+fn need_of(need: Option<u64>, key: &str) -> anyhow::Result<(Option<Prediction>, Vec<RunRow>)> {
+    if let Some(need_bytes) = need {
+        let asked = Prediction {
+            need_bytes,
+            runs: 0,
+            oldest: std::time::Duration::ZERO,
+            did_not_fit: 0,
+            run_time: None,
+        };
+        return Ok((Some(asked), Vec::new()));
+    }
+    let store = open_store().map_err(exit::Invalid)?;
+    Ok(prediction_of(&store, key).map_err(exit::Invalid)?)
 }
 
 /// The largest processes but ours, enough of them to cover `short` bytes.

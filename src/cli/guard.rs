@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::budget::JobArgs;
 use super::exit;
-use super::history::{after_end, before_start, HistoryFlags};
+use super::history::{after_end, before_start, HistoryFlags, KEY_ENV};
 use super::output::{print_json, say};
 use super::queue;
 use super::report::Report;
@@ -157,7 +157,8 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     before.starting(&counters);
 
     let mut command = Command::new(&args.command[0]);
-    command.args(&args.command[1..]);
+    // The job's history key, for a job that asks whether it fits (`headroom fit --key`).
+    command.args(&args.command[1..]).env(KEY_ENV, before.key());
     let safety = Safety::new(&counters);
     let mut sinks = job_sinks(
         &counters,

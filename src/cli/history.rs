@@ -22,6 +22,10 @@ use headroom_core::units::{format_bytes, format_duration, unix_ms};
 use super::exit;
 use super::output::{print_json, say};
 
+/// The environment variable `guard` sets for its command: the job's history key (what
+/// `headroom fit --key` asks about).
+pub const KEY_ENV: &str = "HEADROOM_KEY";
+
 /// History flags of `guard` and `watch`.
 #[derive(Debug, Args)]
 pub struct HistoryFlags {
@@ -240,14 +244,16 @@ enum HistoryCommand {
         #[arg(long)]
         all: bool,
     },
-    /// Make past runs of KEY from recorded traces (Headroom's or stageload's).
+    /// Make past runs from recorded traces (Headroom's or stageload's) or from stageload's
+    /// run history (~/.stageload/history.jsonl).
     Import {
-        /// The traces.
+        /// The traces, or stageload's history.jsonl.
         #[arg(required = true, value_name = "TRACE")]
         traces: Vec<PathBuf>,
-        /// The key they are runs of.
-        #[arg(long, required = true, value_name = "KEY")]
-        key: String,
+        /// The key they are runs of (needed for a trace; stageload's history keys each run
+        /// by its `who` label, else by its command line, unless given).
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
         /// The machine's memory (stageload's traces do not say it), e.g. 48G.
         #[arg(long, value_parser = super::values::parse_size, value_name = "SIZE")]
         total_memory: Option<u64>,
@@ -268,13 +274,15 @@ pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             total_memory,
         }) => {
             for path in traces {
-                let run = import(path, key, *total_memory)?;
-                let id = store.record_run(&run.0, &run.1)?;
-                say(&format!(
-                    "{}: run {id} of {key}: {}",
-                    path.display(),
-                    run.0.verdict.word()
-                ));
+                for (job, context) in import_file(path, key.as_deref(), *total_memory)? {
+                    let id = store.record_run(&job, &context)?;
+                    say(&format!(
+                        "{}: run {id} of {}: {}",
+                        path.display(),
+                        context.key,
+                        job.verdict.word()
+                    ));
+                }
             }
         }
         None => match &args.key {
@@ -313,6 +321,27 @@ fn show_runs(store: &Store, key: &str, args: &HistoryArgs) -> anyhow::Result<()>
         );
     }
     Ok(())
+}
+
+/// The past runs in `path`: every run of a stageload history, or the one run of a trace
+/// (which needs `key`).
+fn import_file(
+    path: &std::path::Path,
+    key: Option<&str>,
+    total_memory: Option<u64>,
+) -> anyhow::Result<Vec<(FinishedJob, RunContext)>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| exit::Invalid(format!("{}: {e}", path.display())))?;
+    if super::stageload_history::is_stageload_history(&text) {
+        return Ok(super::stageload_history::runs(path, &text, key).map_err(exit::Invalid)?);
+    }
+    let key = key.ok_or_else(|| {
+        exit::Invalid(format!(
+            "{}: a trace is one run: say whose with --key KEY",
+            path.display()
+        ))
+    })?;
+    Ok(vec![import(path, key, total_memory)?])
 }
 
 /// A trace as a past run: its verdict from its `end` record where it has one, else judged

@@ -15,11 +15,17 @@ $HEADROOM_MARK) or that `headroom watch` watches. Exit codes: 0 the stage was ma
 inside a job, an invalid name, or the guard is gone.
 
 A program can mark without starting a process: one JSON line {\"stage\":\"NAME\"} to the Unix \
-socket at $HEADROOM_MARK, answered by `ok`.")]
+socket at $HEADROOM_MARK, answered by `ok` (protocol version 2 keeps one connection open and \
+hears the guard's warning: see `headroom_core::marks`; the Python package headroom-memory \
+speaks it). `--run-dir` prints the folder where guards, watches and the app listen, for \
+clients that look for the watch of their job themselves.")]
 pub struct MarkArgs {
     /// The stage that starts now (1 to 200 bytes, no control characters).
-    #[arg(value_name = "NAME", value_parser = parse_stage)]
-    stage: String,
+    #[arg(value_name = "NAME", value_parser = parse_stage, required_unless_present = "run_dir")]
+    stage: Option<String>,
+    /// Print the folder of the sockets (one per guard, watch and the app) and exit.
+    #[arg(long, conflicts_with = "stage")]
+    run_dir: bool,
 }
 
 fn parse_stage(text: &str) -> Result<String, String> {
@@ -28,12 +34,16 @@ fn parse_stage(text: &str) -> Result<String, String> {
 
 /// Runs `headroom mark`.
 pub fn run(args: &MarkArgs) -> anyhow::Result<ExitCode> {
+    let Some(stage) = args.stage.as_deref() else {
+        println!("{}", Dirs::current().run_dir().display());
+        return Ok(ExitCode::SUCCESS);
+    };
     let fail = |why: String| {
-        eprintln!("headroom: error: cannot mark stage '{}': {why}", args.stage);
+        eprintln!("headroom: error: cannot mark stage '{stage}': {why}");
         Ok(ExitCode::from(2))
     };
     if let Some(path) = std::env::var_os(MARK_ENV).filter(|p| !p.is_empty()) {
-        return match send_mark(std::path::Path::new(&path), &args.stage) {
+        return match send_mark(std::path::Path::new(&path), stage) {
             Ok(_) => Ok(ExitCode::SUCCESS),
             Err(MarkError::Closed { .. }) => fail(format!(
                 "the guard of this job is gone (nothing listens at {})",
@@ -46,7 +56,7 @@ pub fn run(args: &MarkArgs) -> anyhow::Result<ExitCode> {
     // answers only for its own jobs' processes.
     let sockets = sockets(&Dirs::current().run_dir());
     for socket in sockets {
-        if send_mark(&socket, &args.stage).is_ok() {
+        if send_mark(&socket, stage).is_ok() {
             return Ok(ExitCode::SUCCESS);
         }
     }

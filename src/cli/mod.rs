@@ -18,6 +18,7 @@ mod report;
 mod serve;
 mod signals;
 mod sinks;
+mod stageload_history;
 mod status;
 mod trace_cmd;
 mod values;

@@ -152,6 +152,18 @@ impl Sink for TraceSink {
                 ..EventRecord::default()
             }));
         }
+        if let JobEvent::Reported { report } = event {
+            // stageload's own load/reload/release/mark event, as stageload writes it.
+            return self.writer.write(&Record::Event(EventRecord {
+                kind: report.kind.clone(),
+                t: round_t(t),
+                name: report.name.clone(),
+                stage: report.stage.clone(),
+                nbytes: report.nbytes,
+                seconds: report.seconds,
+                note: report.note.clone(),
+            }));
+        }
         self.writer.write(&Record::Event(EventRecord {
             kind: "guard".into(),
             t: round_t(t),

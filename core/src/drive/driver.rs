@@ -12,6 +12,7 @@ use super::effects::LiveEffects;
 use super::live::{LiveSource, Wake, BACKLOG};
 use super::outputs::{Outputs, Sink};
 use super::peers::{PeerBoard, PeerSource};
+use super::pushes::SessionPushes;
 use super::spawned::launch_job;
 use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
 use crate::counters::{CounterSource, Counters};
@@ -86,23 +87,20 @@ fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action
             let _ = reply.try_send(answer.as_ref().map(|_| ()).map_err(ToString::to_string));
             answer.unwrap_or_default()
         }
-        Input::Mark { peer, stage, reply } => {
-            if engine.job_of(peer) != Some(job) {
-                let _ = reply.try_send(Err(format!("pid {peer} is not a process of this job")));
-                return (Vec::new(), None);
-            }
-            let actions = engine.mark(job, &stage, now.clock);
-            let answer = if actions.is_empty() {
-                Err(format!(
-                    "the job has {} stages already: no more are recorded",
-                    crate::stages::MAX_STAGES
-                ))
-            } else {
-                Ok(())
-            };
-            let _ = reply.try_send(answer);
-            actions
-        }
+        Input::Mark { peer, stage, reply } => from_member(engine, job, peer, reply, |e| {
+            let actions = e.mark(job, &stage, now.clock);
+            let full = format!(
+                "the job has {} stages already: no more are recorded",
+                crate::stages::MAX_STAGES
+            );
+            (actions.is_empty().then_some(full), actions)
+        }),
+        Input::Hello { peer, reply } => from_member(engine, job, peer, reply, |_| (None, vec![])),
+        Input::Report { peer, event, reply } => from_member(engine, job, peer, reply, |e| {
+            let actions = e.report(job, event);
+            let ended = actions.is_empty().then(|| "the job has ended".to_string());
+            (ended, actions)
+        }),
         Input::LeaderExit(exit) => {
             engine.set_exit(job, exit);
             Vec::new()
@@ -111,6 +109,24 @@ fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action
         Input::Ended(ended) => engine.end(job, ended, now),
     };
     (actions, None)
+}
+
+/// A request only a live member of the job may make: refused for anyone else; else `act`
+/// says what it does (the actions) and why it was not taken, if it was not.
+fn from_member(
+    engine: &mut Engine,
+    job: u64,
+    peer: u32,
+    reply: super::Reply,
+    act: impl FnOnce(&mut Engine) -> (Option<String>, Vec<Action>),
+) -> Vec<Action> {
+    if engine.job_of(peer) != Some(job) {
+        let _ = reply.try_send(Err(format!("pid {peer} is not a process of this job")));
+        return Vec::new();
+    }
+    let (refused, actions) = act(engine);
+    let _ = reply.try_send(refused.map_or(Ok(()), Err));
+    actions
 }
 
 /// Runs a job on `launch` under `spec` until it ends, is stopped, or the driver is
@@ -135,9 +151,15 @@ pub fn run(
         .read_system()
         .map_err(DriveError::FirstRead)?
         .swap_used_bytes;
+    // The job's socket is optional: without it the job is guarded all the same. Its
+    // sessions hear the guard's warning (`pushes.rs`).
+    let bound = MarkServer::bind(&Dirs::current().run_dir());
+    let mut sinks = sinks;
+    if let Ok(server) = &bound {
+        sinks.push(Box::new(SessionPushes::new(server.sessions())));
+    }
     let mut outputs = Outputs::start(sinks).map_err(DriveError::Outputs)?;
-    // The job's socket is optional: without it the job is guarded all the same.
-    let mut marks = MarkServer::bind(&Dirs::current().run_dir())
+    let mut marks = bound
         .map_err(|e| {
             outputs.problem(&format!(
                 "stage marks, pause, resume and stop from another terminal are off: {e}"

@@ -92,7 +92,11 @@ impl Source for LiveSource<'_> {
                     reply,
                 }) => {
                     let input = requested(peer, request, reply);
-                    if matches!(input, Input::Mark { .. }) {
+                    // From a member: it may be a process born since the last check.
+                    if matches!(
+                        input,
+                        Input::Mark { .. } | Input::Hello { .. } | Input::Report { .. }
+                    ) {
                         self.pending = Some(input);
                         return self.sample();
                     }
@@ -120,6 +124,8 @@ impl Source for LiveSource<'_> {
 fn requested(peer: u32, request: Request, reply: Reply) -> Input {
     match request {
         Request::Mark(stage) => Input::Mark { peer, stage, reply },
+        Request::Hello => Input::Hello { peer, reply },
+        Request::Event(event) => Input::Report { peer, event, reply },
         Request::Control { control, pid } => Input::Request {
             peer,
             control,

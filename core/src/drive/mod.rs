@@ -28,7 +28,8 @@
 //! Files: this one holds the types the loop and its parts share; `driver.rs` the loop and
 //! the live driver's set-up; `live.rs` the live source;
 //! `effects.rs` the live effects (signals under the safety rules, the terminal, outputs);
-//! `outputs.rs` the sink threads; `peers.rs` the other guards' jobs (the pause order); `spawned.rs` the command it starts; `replay.rs` the
+//! `outputs.rs` the sink threads; `peers.rs` the other guards' jobs (the pause order); `pushes.rs` the warning pushed to
+//! the job's sessions on its socket; `spawned.rs` the command it starts; `replay.rs` the
 //! recorded source and effects; `wait.rs` waiting for room before the start.
 
 mod driver;
@@ -36,6 +37,7 @@ mod effects;
 mod live;
 mod outputs;
 mod peers;
+mod pushes;
 mod replay;
 mod spawned;
 mod wait;
@@ -98,6 +100,22 @@ pub enum Input {
         peer: u32,
         /// The stage.
         stage: String,
+        /// Where the answer goes.
+        reply: Reply,
+    },
+    /// Process `peer` begins a session on the job's socket: is it a member of the job?
+    Hello {
+        /// Who sent it.
+        peer: u32,
+        /// Where the answer goes.
+        reply: Reply,
+    },
+    /// Process `peer` reports a load, release or mark (for the trace).
+    Report {
+        /// Who sent it.
+        peer: u32,
+        /// What it reported.
+        event: crate::stages::Reported,
         /// Where the answer goes.
         reply: Reply,
     },

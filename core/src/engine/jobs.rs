@@ -247,11 +247,7 @@ impl Engine {
     /// A process of job `id` marked the start of `stage` at `since_start` on the sampler's
     /// clock; returns the stage event (nothing once the job ended).
     pub fn mark(&mut self, id: u64, stage: &str, since_start: Duration) -> Vec<Action> {
-        let Some(job) = self
-            .jobs
-            .iter_mut()
-            .find(|j| j.id == id && matches!(j.phase, Phase::Running))
-        else {
+        let Some(job) = self.running_mut(id) else {
             return Vec::new();
         };
         let since = *job.started_since.get_or_insert(since_start);
@@ -262,6 +258,26 @@ impl Engine {
         vec![job.notify(JobEvent::Stage {
             stage: stage.to_string(),
         })]
+    }
+
+    /// Job `id` reports a load, release or mark (its stage, when it names none, is the
+    /// current one); returns its event, for the trace (nothing once the job ended). The
+    /// engine decides nothing on it.
+    pub fn report(&mut self, id: u64, mut event: crate::stages::Reported) -> Vec<Action> {
+        let Some(job) = self.running_mut(id) else {
+            return Vec::new();
+        };
+        if event.stage.is_none() {
+            event.stage = job.stages.stages().last().map(|s| s.stage.clone());
+        }
+        vec![job.notify(JobEvent::Reported { report: event })]
+    }
+
+    /// Job `id`, while it runs.
+    fn running_mut(&mut self, id: u64) -> Option<&mut Job> {
+        self.jobs
+            .iter_mut()
+            .find(|j| j.id == id && matches!(j.phase, Phase::Running))
     }
 
     /// The running job whose members, as the last sample found them, include `pid` (for a

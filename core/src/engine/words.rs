@@ -25,6 +25,7 @@ pub fn line(event: &JobEvent, command: &str) -> String {
             done(*then)
         ),
         JobEvent::Stage { stage } => format!("stage {stage} begins"),
+        JobEvent::Reported { report } => reported(report),
         JobEvent::Paused {
             reason,
             growth_bytes,
@@ -137,6 +138,7 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
             ),
         ),
         JobEvent::Stage { stage } => ("Stage".into(), format!("{short}: stage {stage} begins")),
+        JobEvent::Reported { report } => ("Stage".into(), format!("{short}: {}", reported(report))),
         JobEvent::Paused {
             reason,
             growth_bytes,
@@ -185,6 +187,32 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
             format!("{short}: {verdict}"),
         ),
     }
+}
+
+/// `loaded unet (4.7 GB in 3.1 s) in stage denoise`, `released vae (160 MB)`, `mark: label`.
+fn reported(event: &crate::stages::Reported) -> String {
+    let verb = match event.kind.as_str() {
+        "load" => "loaded",
+        "reload" => "loaded again",
+        "release" => "released",
+        _ => "mark:",
+    };
+    let mut text = verb.to_string();
+    for part in [&event.name, &event.note].into_iter().flatten() {
+        text.push(' ');
+        text.push_str(part);
+    }
+    let size = event.nbytes.map(format_bytes);
+    let took = event.seconds.map(|s| format!("{s:.1} s"));
+    match (size, took) {
+        (Some(size), Some(took)) => text.push_str(&format!(" ({size} in {took})")),
+        (Some(one), None) | (None, Some(one)) => text.push_str(&format!(" ({one})")),
+        (None, None) => {}
+    }
+    if let Some(stage) = &event.stage {
+        text.push_str(&format!(" in stage {stage}"));
+    }
+    text
 }
 
 /// What the guard does at the budget, as a past participle.

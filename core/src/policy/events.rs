@@ -37,6 +37,12 @@ pub enum JobEvent {
         /// The stage's name.
         stage: String,
     },
+    /// A process of the job reported a load, release or mark (stageload's events): for the
+    /// trace; nothing is decided on it.
+    Reported {
+        /// What it reported.
+        report: crate::stages::Reported,
+    },
     /// The guard paused the job (SIGSTOP): on a crossing (`reason`), or on request.
     Paused {
         /// The crossing, or `None` when the user asked.

@@ -3,30 +3,67 @@
 //! Each Headroom process that runs jobs (`headroom guard`, `headroom watch`, the app)
 //! listens on a Unix socket of its own, `<run dir>/<pid>.sock` (mode 0600, in a private
 //! per-user folder short enough for `sun_path`: [`crate::paths::Dirs::run_dir`]); `guard`
-//! also passes its path to the command in [`MARK_ENV`]. The protocol is one JSON line each
-//! way:
+//! also passes its path to the command in [`MARK_ENV`]. Two versions of the protocol are
+//! served on the same socket; the first line a client sends says which.
+//!
+//! **Version 1: one request per connection.** One JSON line each way, then the server
+//! closes:
 //!
 //! ```text
 //! → {"stage":"decode"}
 //! ← ok            (or: queued; or: error: <why>)
 //! ```
 //!
-//! `queued` means the request was handed to the job's driver, which had not answered within
-//! a second: it will be carried out if it still makes sense then. Connections are served
-//! concurrently, at most [`MAX_CONNECTIONS`] at a time (a new one closes the oldest), each
-//! with [`LINE_DEADLINE`] in all to send its line: idle or byte-dripping clients cannot
-//! delay anybody's request.
+//! **Version 2: a session** (`session.rs`; [`PROTOCOL_VERSION`]). The client's first line
+//! is a hello; the server answers with a JSON greeting when the client is a live member of
+//! one of its jobs (else `error: <why>`, and closes). The connection then stays open: the
+//! client sends requests (the same lines as version 1, and reports), each answered by one
+//! line in order, and the server may push a JSON line at any time between answers. A line
+//! that begins with `{` is a push; `ok`, `queued` and `error: ...` are answers.
 //!
-//! A mark is accepted only from a live member of the job: the server asks the kernel who
-//! connected (`unix::peer`) and looks that pid up among the job's members, so a process
-//! outside the job cannot mark it, whatever it sends. `headroom mark NAME` is the client for
-//! shell scripts; a program can write the line itself (docs/commands.md has a three-line
-//! Python example).
+//! ```text
+//! → {"hello":2}
+//! ← {"headroom":2,"guard":4242}
+//! → {"stage":"decode"}
+//! ← ok
+//! → {"event":{"kind":"load","name":"unet","nbytes":5000000000,"seconds":3.1}}
+//! ← ok
+//! ← {"warning":{"growth_bytes":858993459,"budget_bytes":1073741824,"then":"pause","stage":"decode","job":4243}}
+//! ```
+//!
+//! An event (`load`, `reload`, `release`, `mark`, as stageload names them:
+//! [`crate::stages::Reported`]) goes to the job's trace; version 1 takes it too. A
+//! version-1 server answers a hello with `error: not a mark line ...`: the client then
+//! falls back to one connection per mark, and hears no warning. The only push so far is the
+//! guard's warning at [`crate::policy::WARN_FRACTION`] of the budget (`warning`: the budget
+//! growth and the budget in bytes, what the guard will do at the budget, the current stage
+//! if any, and the job's pid); a client must ignore pushes it does not know.
+//!
+//! `queued` means the request was handed to the job's driver, which had not answered within
+//! a second: it will be carried out if it still makes sense then. One-request connections
+//! are served concurrently, at most [`MAX_CONNECTIONS`] at a time (a new one closes the
+//! oldest), each with [`LINE_DEADLINE`] in all to send its line: idle or byte-dripping
+//! clients cannot delay anybody's request. Sessions have no deadline (a job marks when it
+//! likes) and are counted apart, at most [`MAX_SESSIONS`] (a new one closes the oldest);
+//! each of their lines is at most 1 KiB too.
+//!
+//! A mark, a report and a hello are accepted only from a live member of the job: the
+//! server asks the kernel who connected (`unix::peer`) and looks that pid up among the
+//! job's members, so a process outside the job cannot mark it, whatever it sends.
+//! `headroom mark NAME` is the client for shell scripts; the Python package
+//! `headroom-memory` speaks version 2.
 //!
 //! The same socket takes requests about a job from its owner: `headroom resume PID` and
 //! `headroom stop PID` send `{"control":"resume","pid":PID}` (or `"stop"`, `"pause"`), and
 //! the server whose job has that pid as its leader answers `ok`. Only the user who runs the
 //! guard can connect (the socket is 0600 in a 0700 folder).
+
+mod session;
+mod wire;
+
+pub use session::{Push, Sessions, MAX_SESSIONS};
+pub use wire::{check_stage, Answer, MarkLine, Request, LINE_DEADLINE, PROTOCOL_VERSION};
+use wire::{parse_line, write_answer, Line, MAX_LINE_BYTES};
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -37,41 +74,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::unix::peer::peer_pid;
 
 /// The environment variable that holds the mark socket's path, for the job's processes.
 pub const MARK_ENV: &str = "HEADROOM_MARK";
-/// Longest stage name, bytes.
-pub const MAX_STAGE_BYTES: usize = 200;
-/// Longest request line read, bytes (a longer one is refused without reading on).
-const MAX_LINE_BYTES: usize = 1024;
-/// How long a client may take to send its whole line (and to read the answer).
-pub const LINE_DEADLINE: Duration = Duration::from_secs(2);
 /// Connections served at once at most; a new one closes the oldest.
 pub const MAX_CONNECTIONS: usize = 32;
 /// How long a client waits for the answer in all.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
-
-/// What the server says to a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// Done (or taken: a mark).
-    Done,
-    /// Handed to the job's driver, which did not answer in time: it will carry it out if it
-    /// still makes sense then.
-    Queued,
-    /// Not done, and why.
-    Refused(String),
-}
-
-/// One mark line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MarkLine {
-    /// The stage that starts now.
-    pub stage: String,
-}
 
 pub use crate::effects::Control;
 
@@ -87,46 +97,6 @@ pub fn is_not_here(answer: &str) -> bool {
 
 const NOT_HERE: &str = "no job with pid";
 
-/// One request line, as sent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-enum Line {
-    Mark(MarkLine),
-    Control { control: Control, pid: u32 },
-}
-
-/// A request, checked, with the kernel's word for who sent it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Request {
-    /// A stage starts now (the name is checked with [`check_stage`]).
-    Mark(String),
-    /// `control` for the job whose leader (or watched process) is `pid`.
-    Control {
-        /// What to do.
-        control: Control,
-        /// The job's pid.
-        pid: u32,
-    },
-}
-
-/// A stage name, checked: not empty, at most [`MAX_STAGE_BYTES`], no control characters.
-pub fn check_stage(name: &str) -> Result<&str, String> {
-    let trimmed = name.trim();
-    if trimmed.is_empty() {
-        return Err("a stage name cannot be empty".into());
-    }
-    if trimmed.len() > MAX_STAGE_BYTES {
-        return Err(format!(
-            "a stage name is at most {MAX_STAGE_BYTES} bytes, not {}",
-            trimmed.len()
-        ));
-    }
-    if trimmed.chars().any(char::is_control) {
-        return Err("a stage name cannot hold control characters".into());
-    }
-    Ok(trimmed)
-}
-
 /// The socket a process with pid `pid` listens on under `marks_dir`.
 pub fn socket_path(marks_dir: &Path, pid: u32) -> PathBuf {
     marks_dir.join(format!("{pid}.sock"))
@@ -137,6 +107,7 @@ pub fn socket_path(marks_dir: &Path, pid: u32) -> PathBuf {
 pub struct MarkServer {
     path: PathBuf,
     listener: Option<UnixListener>,
+    sessions: Sessions,
 }
 
 impl MarkServer {
@@ -152,7 +123,13 @@ impl MarkServer {
         Ok(MarkServer {
             path,
             listener: Some(listener),
+            sessions: Sessions::default(),
         })
+    }
+
+    /// Its open version-2 sessions, for pushes (see [`Sessions::push`]).
+    pub fn sessions(&self) -> Sessions {
+        self.sessions.clone()
     }
 
     /// The socket's path (for [`MARK_ENV`]).
@@ -171,12 +148,13 @@ impl MarkServer {
             return Ok(());
         };
         let accept = Arc::new(accept);
+        let sessions = self.sessions.clone();
         std::thread::Builder::new()
             .name("headroom-marks".into())
             .spawn(move || {
                 let open: Open = Arc::default();
                 for (n, stream) in (0u64..).zip(listener.incoming().flatten()) {
-                    if let Err(e) = handle(n, stream, &open, &accept) {
+                    if let Err(e) = handle(n, stream, &open, &accept, &sessions) {
                         tracing::debug!(error = %e, "a mark connection failed");
                     }
                 }
@@ -189,7 +167,13 @@ impl MarkServer {
 type Open = Arc<Mutex<VecDeque<(u64, UnixStream)>>>;
 
 /// Registers connection `n` (closing the oldest past the limit) and answers it on a thread.
-fn handle<F>(n: u64, stream: UnixStream, open: &Open, accept: &Arc<F>) -> io::Result<()>
+fn handle<F>(
+    n: u64,
+    stream: UnixStream,
+    open: &Open,
+    accept: &Arc<F>,
+    sessions: &Sessions,
+) -> io::Result<()>
 where
     F: Fn(u32, Request) -> Answer + Send + Sync + 'static,
 {
@@ -202,16 +186,20 @@ where
         }
         open.push_back((n, stream.try_clone()?));
     }
-    let (open, accept) = (Arc::clone(open), Arc::clone(accept));
+    let (open, accept, sessions) = (Arc::clone(open), Arc::clone(accept), sessions.clone());
     std::thread::Builder::new()
         .name("headroom-mark".into())
         .spawn(move || {
-            if let Err(e) = answer(stream, &*accept) {
+            // A session is counted apart from here on (its own limit, no deadline).
+            let leave = || {
+                open.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .retain(|(id, _)| *id != n);
+            };
+            if let Err(e) = answer(stream, &*accept, &sessions, &leave) {
                 tracing::debug!(error = %e, "a mark connection failed");
             }
-            open.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .retain(|(id, _)| *id != n);
+            leave();
         })?;
     Ok(())
 }
@@ -255,40 +243,30 @@ fn read_line(mut stream: &UnixStream) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Reads one line from `stream`, checks it and its sender, answers.
-fn answer(stream: UnixStream, accept: &impl Fn(u32, Request) -> Answer) -> io::Result<()> {
+/// Reads one line from `stream`, checks it and its sender, answers; a hello begins a
+/// session (`session.rs`), which is served here until it ends (`leave` is called first).
+fn answer(
+    stream: UnixStream,
+    accept: &impl Fn(u32, Request) -> Answer,
+    sessions: &Sessions,
+    leave: &dyn Fn(),
+) -> io::Result<()> {
     stream.set_write_timeout(Some(LINE_DEADLINE))?;
-    let Some(mut line) = read_line(&stream)? else {
+    let Some(line) = read_line(&stream)? else {
         return Ok(()); // nothing whole in time: closed without an answer
     };
     // After the read: on macOS the peer pid is the last process that used the socket, so
     // asked now it is the one that sent this line (`unix::peer`).
     let pid = peer_pid(&stream)?;
-    let too_long = line.len() > MAX_LINE_BYTES && !line[..MAX_LINE_BYTES].contains(&b'\n');
-    if let Some(end) = line.iter().position(|&b| b == b'\n') {
-        line.truncate(end);
-    }
-    let verdict = if too_long {
-        Answer::Refused(format!(
-            "the mark line is longer than {MAX_LINE_BYTES} bytes"
-        ))
-    } else {
-        match serde_json::from_slice::<Line>(&line)
-            .map_err(|e| format!("not a mark line ({e}): expected {{\"stage\":\"NAME\"}}"))
-            .and_then(|line| match line {
-                Line::Mark(m) => check_stage(&m.stage).map(|s| Request::Mark(s.to_string())),
-                Line::Control { control, pid } => Ok(Request::Control { control, pid }),
-            }) {
-            Ok(request) => accept(pid, request),
-            Err(why) => Answer::Refused(why),
+    let verdict = match parse_line(line) {
+        Ok(Request::Hello) => {
+            leave();
+            return session::begin(stream, pid, accept, sessions);
         }
+        Ok(request) => accept(pid, request),
+        Err(why) => Answer::Refused(why),
     };
-    let mut out = &stream;
-    match verdict {
-        Answer::Done => out.write_all(b"ok\n"),
-        Answer::Queued => out.write_all(b"queued\n"),
-        Answer::Refused(why) => out.write_all(format!("error: {why}\n").as_bytes()),
-    }
+    write_answer(&stream, &verdict)
 }
 
 /// Why a mark was not taken (the client's side).
@@ -390,6 +368,7 @@ fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
 }
 
 #[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
+#[allow(clippy::unwrap_used)] // helpers of tests: a panic is a failed test
 mod tests {
     use super::*;
     use std::sync::mpsc;
@@ -422,6 +401,7 @@ mod tests {
                     Request::Control { control, pid } => {
                         tx.send((pid, control.as_str().to_string()))
                     }
+                    Request::Hello | Request::Event(_) => return Answer::Done,
                 };
                 sent.map_or_else(|e| Answer::Refused(e.to_string()), |()| Answer::Done)
             })
@@ -453,5 +433,117 @@ mod tests {
             send_mark(&path, "late"),
             Err(MarkError::Closed { .. })
         ));
+    }
+
+    /// A server whose `accept` refuses marks named `forbidden` and hellos when `members`
+    /// is false, and sends every other request to the returned channel.
+    fn session_server(
+        dir: &Path,
+        members: bool,
+    ) -> (MarkServer, PathBuf, mpsc::Receiver<(u32, String)>) {
+        let mut server = MarkServer::bind(dir).unwrap();
+        let path = server.path().to_path_buf();
+        let (tx, rx) = mpsc::channel();
+        server
+            .serve(move |pid, request| {
+                let said = match request {
+                    Request::Hello if !members => {
+                        return Answer::Refused(format!("pid {pid} is not a process of this job"))
+                    }
+                    Request::Mark(stage) if stage == "forbidden" => {
+                        return Answer::Refused("not in this job".into())
+                    }
+                    Request::Hello => "hello".to_string(),
+                    Request::Mark(stage) => stage,
+                    Request::Event(e) => format!("{} {}", e.kind, e.name.unwrap_or_default()),
+                    Request::Control { control, .. } => control.as_str().to_string(),
+                };
+                let _ = tx.send((pid, said));
+                Answer::Done
+            })
+            .unwrap();
+        (server, path, rx)
+    }
+
+    fn line(reader: &mut impl BufRead) -> String {
+        let mut reply = String::new();
+        reader.read_line(&mut reply).unwrap();
+        reply.trim_end().to_string()
+    }
+
+    #[test]
+    fn a_session_answers_in_order_and_hears_pushes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, path, rx) = session_server(dir.path(), true);
+        let mut s = UnixStream::connect(&path).unwrap();
+        let mut reader = BufReader::new(s.try_clone().unwrap());
+        s.write_all(b"{\"hello\":2}\n").unwrap();
+        let greeting: serde_json::Value = serde_json::from_str(&line(&mut reader)).unwrap();
+        assert_eq!(greeting["headroom"], 2);
+        assert_eq!(greeting["guard"], std::process::id());
+        assert_eq!(rx.recv().unwrap(), (std::process::id(), "hello".into()));
+        // Three requests on the one connection, answered in order.
+        s.write_all(b"{\"stage\":\"load\"}\n{\"stage\":\"forbidden\"}\n")
+            .unwrap();
+        s.write_all(b"{\"event\":{\"kind\":\"release\",\"name\":\"vae\",\"nbytes\":5}}\n")
+            .unwrap();
+        assert_eq!(line(&mut reader), "ok");
+        assert_eq!(line(&mut reader), "error: not in this job");
+        assert_eq!(line(&mut reader), "ok");
+        assert_eq!(rx.recv().unwrap().1, "load");
+        assert_eq!(rx.recv().unwrap().1, "release vae");
+        // A push reaches the open session.
+        let sessions = server.sessions();
+        assert_eq!(sessions.len(), 1);
+        let warning = Push::Warning {
+            growth_bytes: 80,
+            budget_bytes: 100,
+            then: "pause".into(),
+            stage: Some("load".into()),
+            job: 42,
+        };
+        assert_eq!(sessions.push(&warning), 1);
+        let pushed: serde_json::Value = serde_json::from_str(&line(&mut reader)).unwrap();
+        assert_eq!(pushed["warning"]["growth_bytes"], 80);
+        assert_eq!(pushed["warning"]["stage"], "load");
+        // A bad report, a second hello, then a line past the limit ends the session.
+        s.write_all(b"{\"event\":{\"kind\":\"explode\"}}\n{\"hello\":2}\n")
+            .unwrap();
+        assert!(line(&mut reader).starts_with("error: unknown event kind 'explode'"));
+        assert_eq!(line(&mut reader), "error: this session has begun already");
+        s.write_all(&[b'x'; 3000]).unwrap();
+        assert!(line(&mut reader).starts_with("error: the mark line is longer than"));
+        assert_eq!(line(&mut reader), "", "closed after a line past the limit");
+        assert!(wait(|| sessions.is_empty()), "the session is forgotten");
+        // One-request connections are served as before, beside sessions.
+        assert_eq!(send_mark(&path, "decode").unwrap(), Sent::Done);
+    }
+
+    #[test]
+    fn a_hello_from_outside_the_job_or_of_version_1_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (server, path, _rx) = session_server(dir.path(), false);
+        for (hello, why) in [
+            ("{\"hello\":2}\n", "error: pid "),
+            ("{\"hello\":1}\n", "error: protocol version 1 has no hello"),
+        ] {
+            let mut s = UnixStream::connect(&path).unwrap();
+            let mut reader = BufReader::new(s.try_clone().unwrap());
+            s.write_all(hello.as_bytes()).unwrap();
+            assert!(line(&mut reader).starts_with(why), "{hello}");
+            assert_eq!(line(&mut reader), "", "closed");
+        }
+        assert!(server.sessions().is_empty());
+    }
+
+    fn wait(mut f: impl FnMut() -> bool) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if f() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 }

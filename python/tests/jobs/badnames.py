@@ -1,0 +1,11 @@
+"""Bad stage names: each is a warning and False, never an exception; a good mark after them
+is taken. Prints RESULT <json> on stderr."""
+
+import json
+import sys
+
+from headroom_memory import mark
+
+results = [mark(""), mark("   "), mark("x" * 201), mark("é" * 101), mark(b"bytes"),
+           mark(42), mark(None), mark("a\x07b"), mark("good")]
+print("RESULT", json.dumps(results), file=sys.stderr)
