@@ -40,6 +40,7 @@ fn file(pid: u32, start_time: u64, state: JobStatus) -> JobFile {
         resumed_at_ms: None,
         resumes_by_itself: false,
         yields: false,
+        cgroup: None,
     }
 }
 

@@ -925,3 +925,120 @@ fn serve_inside_a_limited_cgroup_reports_the_limit_with_its_scope() {
         "the host's memory beside it: {body}"
     );
 }
+
+#[test]
+fn a_nested_guards_job_is_the_outer_jobs_too() {
+    // `headroom guard -- headroom guard -- cmd`, as a script that guards its own steps inside
+    // a guarded CI job: the inner job's cgroup is a child of the outer job's, whose members
+    // are its whole subtree. The outer guard sees the inner job's processes, pauses and
+    // stops them (they ignore SIGTERM: only the outer's SIGKILL ends them, before the inner
+    // guard's own grace is over), and leaves no cgroup behind. Both membership modes.
+    use support::guard::{
+        control, job_file_members, leader_of, members, sleep_tag, Guard, Leftovers, WAIT,
+    };
+    use support::{cgroup_dirs_of, cgroup_frozen, proc_state, wait_until};
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    let bin = headroom_bin();
+    for (n, own_cgroup) in [true, false].into_iter().enumerate() {
+        let tag = sleep_tag(45 + n as u32);
+        let script = format!("trap '' TERM; sleep {tag} & sleep {tag} & wait");
+        let args = [
+            "guard",
+            "--wait-free",
+            "0",
+            "--poll",
+            "0.2s",
+            "--grace",
+            "1s",
+            "--",
+            bin.to_str().unwrap(),
+            "guard",
+            "--wait-free",
+            "0",
+            "--poll",
+            "0.2s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ];
+        let mut outer = if own_cgroup {
+            Guard::start_in_own_cgroup(&args, &format!("nested-{n}"))
+        } else {
+            Guard::start(&args, &format!("nested-{n}"))
+        };
+        let me = outer.pid();
+        let _leftovers = Leftovers {
+            tag: tag.clone(),
+            guard: me,
+        };
+        let sleeps = || -> Vec<u32> {
+            members(&tag, me)
+                .into_iter()
+                .filter(|&p| {
+                    std::fs::read(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.starts_with(b"sleep\0"))
+                })
+                .collect()
+        };
+        assert!(
+            wait_until(WAIT, || sleeps().len() == 2),
+            "{}",
+            outer.stderr()
+        );
+        let inner_guard = leader_of(&outer);
+        let outer_cgroups = cgroup_dirs_of(inner_guard);
+        let inner_cgroups = cgroup_dirs_of(sleeps()[0]);
+        if own_cgroup {
+            assert!(
+                inner_cgroups.iter().all(|d| outer_cgroups.iter().any(|o| d.starts_with(o) && d != o)),
+                "the inner job's cgroup is a child of the outer's: {inner_cgroups:?} {outer_cgroups:?}"
+            );
+        }
+        assert!(
+            wait_until(WAIT, || {
+                let listed = job_file_members(inner_guard);
+                sleeps().iter().all(|p| listed.contains(p))
+            }),
+            "own cgroup {own_cgroup}: the outer job does not name the inner job's processes: {:?} of {:?}",
+            job_file_members(inner_guard),
+            sleeps()
+        );
+        let (code, err) = control("pause", inner_guard);
+        assert_eq!(code, Some(0), "{err}");
+        let held = || {
+            if own_cgroup {
+                cgroup_frozen(&inner_cgroups)
+            } else {
+                sleeps().iter().all(|&p| proc_state(p) == Some('T'))
+            }
+        };
+        assert!(
+            wait_until(WAIT, held),
+            "own cgroup {own_cgroup}: the inner job runs on"
+        );
+        let (code, err) = control("resume", inner_guard);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(wait_until(WAIT, || !held()), "{}", outer.stderr());
+        let (code, err) = control("stop", inner_guard);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(outer.wait(), Some(3), "{}", outer.stderr());
+        let left = members(&tag, me);
+        assert!(
+            left.is_empty(),
+            "own cgroup {own_cgroup}: {left:?} run after the outer guard's stop: {}",
+            outer.stderr()
+        );
+        if own_cgroup {
+            assert!(
+                outer_cgroups
+                    .iter()
+                    .chain(&inner_cgroups)
+                    .all(|d| !d.exists()),
+                "left behind: {outer_cgroups:?} {inner_cgroups:?}"
+            );
+        }
+    }
+}

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::guard::{
-    all_in_state, continue_from_outside, control, members, none_stopped, ppid, sleep_tag,
+    all_in_state, continue_from_outside, control, leader_of, members, none_stopped, sleep_tag,
     socket_of, Guard, WAIT,
 };
 use support::{headroom, live_with_tag, proc_state, run_to_files, test_home, wait_until};
@@ -38,31 +38,6 @@ fn guard_script(script: &str, extra: &[&str], name: &str) -> Guard {
     args.extend(extra);
     args.extend(["--", "sh", "-c", script]);
     Guard::start(&args, name)
-}
-
-/// The pid of the guard's leader (its direct child), once it runs.
-fn leader_of(guard: &Guard) -> u32 {
-    let me = guard.pid();
-    let mut found = None;
-    assert!(
-        wait_until(WAIT, || {
-            found = children_of(me).into_iter().next();
-            found.is_some()
-        }),
-        "the job did not start: {}",
-        guard.stderr()
-    );
-    found.unwrap()
-}
-
-fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&p| ppid(p) == Some(pid) && proc_state(p).is_some_and(|s| s != 'Z'))
-        .collect()
 }
 
 #[test]

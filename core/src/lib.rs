@@ -38,6 +38,7 @@ pub mod settings;
 pub mod stages;
 pub mod store;
 pub mod summary;
+pub mod takeover;
 #[doc(hidden)]
 pub mod testdata;
 pub mod trace;

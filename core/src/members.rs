@@ -97,6 +97,24 @@ impl Members {
         }
     }
 
+    /// A job whose guard is gone, taken over from its job file: `root` (its leader, alive or
+    /// not), the members the file `listed`, and from then on their descendants (no subreaper
+    /// catches what they fork any more, and the group is not listed: its id may name another
+    /// job's group by now). Where the job has a cgroup of its own ([`Members::in_cgroup`]),
+    /// its processes are the members, exactly.
+    pub fn taken_over(root: ProcessIdentity, listed: &[ProcessIdentity]) -> Self {
+        let mut members = Self::of_process(root);
+        for id in listed {
+            if members.ever.insert(*id) {
+                members.live.push(Member {
+                    id: *id,
+                    state: RunState::Running,
+                });
+            }
+        }
+        members
+    }
+
     /// The job runs in `cgroup`, its own: every process in it is a member, and a frozen
     /// cgroup's members are stopped.
     pub fn in_cgroup(mut self, cgroup: JobCgroup) -> Self {

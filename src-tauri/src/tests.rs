@@ -324,6 +324,7 @@ fn terminal_guards_are_listed_read_only() {
         resumed_at_ms: None,
         resumes_by_itself: false,
         yields: false,
+        cgroup: None,
     };
     file.write_atomic(&state.jobs_dir()).unwrap();
     let jobs = call(&app, "get_jobs", json!({})).unwrap();

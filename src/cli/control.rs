@@ -2,22 +2,22 @@
 //! guard (`headroom guard`, `headroom watch --guard`) or the app runs, from another terminal.
 //! Each Headroom process answers only for its own job (see `headroom_core::marks`); its
 //! engine decides whether the request makes sense now. A job whose guard is gone (killed
-//! with SIGKILL: its job file says so, see `headroom_core::jobfile`) is acted on here, on
-//! the members its file lists, under the same safety rules. A guard still waiting in line
-//! (`guard --wait-fit`, see `headroom queue`) is stopped by its own pid.
+//! with SIGKILL: its job file says so, see `headroom_core::jobfile`) is taken over for the
+//! request and verified as its guard would (`headroom_core::takeover`); this file says what
+//! it did. A guard still waiting in line (`guard --wait-fit`, see `headroom queue`) is
+//! stopped by its own pid.
 
 use std::process::ExitCode;
 
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters};
+use headroom_core::counters::Counters;
 use headroom_core::defaults::GRACE;
 use headroom_core::effects::JobSignal;
-use headroom_core::enforce::{signal_each, stop_now, Safety};
-use headroom_core::engine::JobStatus;
+use headroom_core::enforce::{signal_each, Safety};
 use headroom_core::jobfile::JobFile;
 use headroom_core::marks::{is_not_here, send_control, sockets, Control, MarkError, Sent};
 use headroom_core::paths::Dirs;
-use headroom_core::process::ProcessIdentity;
+use headroom_core::takeover::take_over;
 use headroom_core::unix::signals::Kernel;
 
 use super::exit;
@@ -30,9 +30,11 @@ PID is the job's process id, as the guard's lines and the app show it; for a gua
 waiting in line (`headroom queue`), the guard's own pid, which `stop` takes out of the queue. \
 Exit codes: 0 done (or \
 handed to a busy guard, which says so); 2 no guard of yours runs a job with that pid, or the \
-job is not in a state for it (resume: not paused). A job whose guard is gone (killed outright) \
-is acted on directly: its processes are continued, paused or stopped under the same safety \
-rules.")]
+job is not in a state for it (resume: not paused); 6 a job whose guard is gone was not \
+stopped, paused or resumed whole (each process left is named). A job whose guard is gone \
+(killed outright) is taken over for the request: its own cgroup, or every process of it, \
+continued, paused or stopped under the same safety rules and checked as its guard checks, \
+before this command returns.")]
 pub struct ControlArgs {
     /// The job's process id.
     #[arg(value_name = "PID")]
@@ -69,7 +71,7 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
             .into_iter()
             .find(|f| f.pid == args.pid && f.unguarded);
         if let Some(file) = orphan {
-            return unguarded(&counters, &dirs, file, control);
+            return unguarded(&counters, &dirs, &file, control);
         }
         if let Some(place) = super::queue::waiting_guard(&counters, args.pid) {
             return waiting(&counters, &place, control);
@@ -133,66 +135,58 @@ fn waiting(
     Ok(exit::status(exit::OK))
 }
 
-/// `control` on a job whose guard is gone: its listed processes that still live, each
-/// re-checked by (pid, start time) under the safety rules; its job file updated.
+/// `control` on a job whose guard is gone: carried out and verified in core
+/// ([`take_over`]); said here, with an honest exit code: 0 when it holds, 6 when processes
+/// of the job were left running (stop, pause) or stopped (resume), each named with why.
 fn unguarded(
     counters: &Counters,
     dirs: &Dirs,
-    mut file: JobFile,
+    file: &JobFile,
     control: Control,
 ) -> anyhow::Result<ExitCode> {
     let safety = Safety::new(counters);
-    let listed: Vec<ProcessIdentity> = std::iter::once(file.identity())
-        .chain(file.members.iter().copied())
-        .collect();
-    let live = || -> Vec<ProcessIdentity> {
-        listed
-            .iter()
-            .copied()
-            .filter(|id| id.is_alive(counters) && counters.start_time(id.pid).is_ok())
-            .collect()
-    };
-    let (reached, refused, state) = match control {
-        Control::Stop => {
-            let report = stop_now(counters, &Kernel, &safety, &live, GRACE);
-            let reached = report.terminated.len().max(report.killed.len());
-            (reached, report.refused, JobStatus::Stopped)
-        }
-        Control::Pause | Control::Resume | Control::Yield => {
-            let (signal, state) = if control != Control::Resume {
-                (JobSignal::Pause, JobStatus::Paused)
-            } else {
-                (JobSignal::Resume, JobStatus::Running)
-            };
-            let report = signal_each(counters, &Kernel, &safety, &live(), signal);
-            let refused = report
-                .refused
-                .into_iter()
-                .map(|r| (r.id.pid, r.why))
-                .collect();
-            (report.reached.len(), refused, state)
+    let verb = control.as_str();
+    let taken = match take_over(counters, &safety, &dirs.jobs_dir(), file, control, GRACE) {
+        Ok(taken) => taken,
+        Err(e) => {
+            eprintln!("headroom: error: cannot {verb} pid {}: {e}", file.pid);
+            return Ok(exit::status(exit::INVALID));
         }
     };
-    for (pid, why) in &refused {
+    for problem in taken.file_error.iter().chain(&taken.cgroup_left) {
+        say(&format!("warning: {problem}"));
+    }
+    for survivor in &taken.survivors {
         say(&format!(
-            "warning: cannot {} pid {pid}: {why}",
-            control.as_str()
+            "warning: cannot {verb} pid {}: {}",
+            survivor.pid, survivor.why
         ));
     }
-    file.state = state;
-    if let Err(e) = file.write_atomic(&dirs.jobs_dir()) {
-        say(&format!("warning: the job file: {e}"));
+    let processes = format!(
+        "{} process{}",
+        taken.processes,
+        if taken.processes == 1 { "" } else { "es" }
+    );
+    if taken.done {
+        say(&format!(
+            "{} the job of pid {} (its guard is gone): {processes}",
+            done(control),
+            file.pid
+        ));
+        return Ok(exit::status(exit::OK));
     }
+    let pids: Vec<String> = taken.survivors.iter().map(|s| s.pid.to_string()).collect();
     say(&format!(
-        "{} the job of pid {} (its guard is gone): {reached} process{}",
-        done(control),
+        "the job of pid {} (its guard is gone) was NOT {}: {} of its {processes} {}: {}",
         file.pid,
-        if reached == 1 { "" } else { "es" }
+        done(control),
+        pids.len(),
+        if control == Control::Resume {
+            "are still stopped"
+        } else {
+            "still run"
+        },
+        pids.join(", ")
     ));
-    let code = if refused.is_empty() || reached > 0 {
-        exit::OK
-    } else {
-        exit::INVALID
-    };
-    Ok(exit::status(code))
+    Ok(exit::status(exit::NOT_STOPPED))
 }

@@ -96,6 +96,32 @@ pub fn ppid(pid: u32) -> Option<u32> {
         .ok()
 }
 
+/// The pid of the guard's leader (its direct child), once it runs.
+pub fn leader_of(guard: &Guard) -> u32 {
+    let me = guard.pid();
+    let mut found = None;
+    assert!(
+        wait_until(WAIT, || {
+            found = children_of(me).into_iter().next();
+            found.is_some()
+        }),
+        "the job did not start: {}",
+        guard.stderr()
+    );
+    found.unwrap()
+}
+
+/// The live (not zombie) children of `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| ppid(p) == Some(pid) && proc_state(p).is_some_and(|s| s != 'Z'))
+        .collect()
+}
+
 /// `headroom VERB PID` (resume, pause, stop) to its end: exit code and stderr.
 pub fn control(verb: &str, pid: u32) -> (Option<i32>, String) {
     let (code, _, err) = run_to_files({
@@ -150,4 +176,85 @@ pub fn continue_from_outside(pids: &[u32]) {
         // SAFETY: kill has no memory-safety preconditions; the pids are the test's own.
         unsafe { libc::kill(pid as i32, libc::SIGCONT) };
     }
+}
+
+/// Whatever a failed test leaves: the processes of `tag` are killed (by pid) and the job
+/// cgroups of guard `guard` thawed and removed.
+pub struct Leftovers {
+    pub tag: String,
+    pub guard: u32,
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        for dir in job_cgroups_of(self.guard) {
+            let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+            let _ = std::fs::write(dir.join("cgroup.freeze"), "0");
+        }
+        for _ in 0..20 {
+            let left = members(&self.tag, self.guard);
+            if left.is_empty() {
+                break;
+            }
+            for pid in left {
+                // SAFETY: kill has no memory-safety preconditions; the test's own processes.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut dirs = job_cgroups_of(self.guard);
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for dir in dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Every cgroup directory (nested ones included) named after guard `guard`'s jobs.
+pub fn job_cgroups_of(guard: u32) -> Vec<PathBuf> {
+    let name = format!("headroom-job-{guard}-");
+    let mut found = Vec::new();
+    let mut queue = vec![PathBuf::from("/sys/fs/cgroup")];
+    while let Some(dir) = queue.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            if path.to_string_lossy().contains(&name) {
+                found.push(path.clone());
+            }
+            queue.push(path);
+        }
+    }
+    found
+}
+
+/// The pids of the members the job file of the job led by `leader` names, if it has one.
+pub fn job_file_members(leader: u32) -> Vec<u32> {
+    let dir = test_home().join("state").join("jobs");
+    let prefix = format!("{leader}-");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter_map(|e| fs::read_to_string(e.path()).ok())
+        .filter_map(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .flat_map(|json| {
+            json["members"]
+                .as_array()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|id| id["pid"].as_u64())
+                        .map(|pid| pid as u32)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
 }

@@ -337,6 +337,51 @@ pub fn proc_state(pid: u32) -> Option<char> {
     stat.rsplit_once(") ")?.1.chars().next()
 }
 
+/// The directories of the cgroups `pid` is in that a job's own cgroup is made in: its v1
+/// memory and freezer cgroups, or its v2 cgroup (a hybrid host's unified one when it has no
+/// v1 memory cgroup), as they are now.
+pub fn cgroup_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let text = fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let mut v1 = Vec::new();
+    let mut v2 = None;
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let path = path.trim_start_matches('/');
+        for (controller, top) in [("memory", "memory"), ("freezer", "freezer")] {
+            if controllers.split(',').any(|c| c == controller) {
+                v1.push(Path::new("/sys/fs/cgroup").join(top).join(path));
+            }
+        }
+        if controllers.is_empty() {
+            let unified = Path::new("/sys/fs/cgroup/unified");
+            let top = if unified.exists() {
+                unified
+            } else {
+                Path::new("/sys/fs/cgroup")
+            };
+            v2 = Some(top.join(path));
+        }
+    }
+    if v1.iter().any(|d| d.starts_with("/sys/fs/cgroup/memory")) {
+        v1
+    } else {
+        v2.into_iter().collect()
+    }
+}
+
+/// True when the job cgroup among `dirs` (see [`cgroup_dirs_of`]) is frozen: v1
+/// `freezer.state` FROZEN, v2 `cgroup.events` `frozen 1`.
+pub fn cgroup_frozen(dirs: &[PathBuf]) -> bool {
+    dirs.iter().any(|d| {
+        fs::read_to_string(d.join("freezer.state")).is_ok_and(|s| s.trim() == "FROZEN")
+            || fs::read_to_string(d.join("cgroup.events"))
+                .is_ok_and(|s| s.lines().any(|l| l == "frozen 1"))
+    })
+}
+
 /// A unique tag for one test's hogs.
 pub fn tag(test: &str) -> String {
     format!("headroom-{test}-{}", std::process::id())

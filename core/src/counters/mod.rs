@@ -24,7 +24,7 @@ pub use crate::error::CounterError;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-pub use linux::{Counters, Found};
+pub use linux::{cgroup_subtree, Counters, Found};
 
 #[cfg(target_os = "macos")]
 mod macos;

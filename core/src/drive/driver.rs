@@ -225,7 +225,7 @@ pub fn run(
     }
     #[cfg(target_os = "linux")]
     if let Some(cgroup) = set.cgroup() {
-        crate::unix::cgroup::remove(&cgroup);
+        crate::unix::cgroup::remove(&cgroup, crate::unix::cgroup::REMOVE_WAIT);
     }
     drop(marks);
     let stop = engine.stop_report(job).cloned();
@@ -281,7 +281,7 @@ fn unwound(
     // A frozen job handles no signal: thawed first, whatever comes next.
     #[cfg(target_os = "linux")]
     if let Some(cgroup) = members.cgroup() {
-        let _ = crate::unix::cgroup::set_frozen(&cgroup, false);
+        let _ = crate::unix::cgroup::thaw_all(&cgroup);
     }
     if owned {
         tracing::error!("the driver panicked: stopping its job");

@@ -10,7 +10,7 @@ use super::outputs::Outputs;
 use super::DriverEffects;
 use crate::counters::{Counters, JobCgroup};
 use crate::effects::{JobSignal, SignalReport};
-use crate::enforce::{signal_each, Safety};
+use crate::enforce::{signal_job, Safety};
 use crate::engine::{Effects, JobView};
 use crate::policy::JobEvent;
 use crate::process::ProcessIdentity;
@@ -63,53 +63,6 @@ impl<'a> LiveEffects<'a> {
         self.cgroup = cgroup;
     }
 
-    /// Pause and resume by the job's cgroup freezer, where it has one and every member may
-    /// be signalled (the freezer would stop them all, a member of another user too); a stop
-    /// thaws it first (a frozen process handles no signal) and then signals. `None`: signal.
-    #[cfg(target_os = "linux")]
-    fn by_freezer(&self, signal: JobSignal, members: &[ProcessIdentity]) -> Option<SignalReport> {
-        use crate::unix::cgroup::{can_freeze, set_frozen};
-        let cgroup = self.cgroup.as_ref().filter(|c| can_freeze(c))?;
-        let frozen = match signal {
-            JobSignal::Pause => true,
-            JobSignal::Resume => false,
-            JobSignal::Terminate | JobSignal::Kill => {
-                let _ = set_frozen(cgroup, false);
-                return None;
-            }
-        };
-        if members
-            .iter()
-            .any(|id| self.safety.check(self.counters, id).is_err())
-        {
-            return None;
-        }
-        if let Err(e) = set_frozen(cgroup, frozen) {
-            tracing::warn!(error = %e, cgroup = %cgroup.path, "the freezer failed: signalling");
-            return None;
-        }
-        tracing::warn!(cgroup = %cgroup.path, frozen, "froze or thawed the job's cgroup");
-        if !frozen {
-            // A member stopped by anyone else (a Ctrl-Z) is continued as a resume does.
-            return Some(signal_each(
-                self.counters,
-                &Kernel,
-                self.safety,
-                members,
-                signal,
-            ));
-        }
-        Some(SignalReport {
-            reached: members.to_vec(),
-            ..SignalReport::default()
-        })
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn by_freezer(&self, _signal: JobSignal, _members: &[ProcessIdentity]) -> Option<SignalReport> {
-        None
-    }
-
     /// The job is over: the outputs write what is left (see [`Outputs::finish`]).
     pub(super) fn finish(self, view: Option<JobView>, give_up: &dyn Fn() -> bool) -> Vec<String> {
         let view = view.map_or(self.view, Arc::new);
@@ -128,9 +81,14 @@ impl Effects for LiveEffects<'_> {
         signal: JobSignal,
         members: &[ProcessIdentity],
     ) -> SignalReport {
-        let report = self
-            .by_freezer(signal, members)
-            .unwrap_or_else(|| signal_each(self.counters, &Kernel, self.safety, members, signal));
+        let report = signal_job(
+            self.counters,
+            &Kernel,
+            self.safety,
+            self.cgroup.as_ref(),
+            members,
+            signal,
+        );
         // While paused, the driver holds the terminal: Ctrl-C reaches it and stops the job.
         if let (Some(terminal), Some(leader)) = (&self.terminal, self.leader) {
             let _ = match signal {

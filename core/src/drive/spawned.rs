@@ -124,7 +124,7 @@ pub(super) fn launch_job(
         Err(e) => {
             #[cfg(target_os = "linux")]
             if let Some(cgroup) = &cgroup {
-                crate::unix::cgroup::remove(cgroup);
+                crate::unix::cgroup::remove(cgroup, crate::unix::cgroup::REMOVE_WAIT);
             }
             return Err(DriveError::Spawn(e));
         }
@@ -172,11 +172,11 @@ fn own_cgroup(
         counters.own_cgroup_dirs().and_then(|own| {
             let own = own.ok_or_else(|| "no memory cgroup is mounted".to_string())?;
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let job = cgroup::create(&own, &format!("headroom-job-{}-{n}", std::process::id()))?;
+            let job = cgroup::create(&own, &cgroup::job_name(std::process::id(), n))?;
             match cgroup::join_at_spawn(command, &job) {
                 Ok(()) => Ok(job),
                 Err(e) => {
-                    cgroup::remove(&job);
+                    cgroup::remove(&job, cgroup::REMOVE_WAIT);
                     Err(format!("cannot join {}: {e}", job.path))
                 }
             }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::counters::{CounterSource, ProcessInfo};
+use crate::counters::{CounterSource, JobCgroup, ProcessInfo};
 use crate::effects::{JobSignal, Refused, SignalReport, StopReport};
 use crate::members::MemberSet;
 use crate::process::{ancestors, ProcessIdentity};
@@ -205,6 +205,72 @@ pub fn signal_each(
     report
 }
 
+/// Sends `signal` to a job's `members`: through its own cgroup's freezer where it has one
+/// (Linux), else to each member under the safety rules ([`signal_each`]). A pause freezes
+/// the cgroup (and so every cgroup beneath it) only when every member may be signalled (the
+/// freezer would stop them all, a member of another user too), else signals; a resume thaws
+/// the cgroup (its own freeze, nothing beneath it: a guard inside the job keeps its own
+/// pause) and continues each member (one stopped by anyone else, a Ctrl-Z, too); a stop
+/// thaws every cgroup of the job first (a frozen process handles no signal), then signals.
+pub fn signal_job(
+    counters: &impl CounterSource,
+    kernel: &impl SendSignal,
+    safety: &Safety,
+    cgroup: Option<&JobCgroup>,
+    members: &[ProcessIdentity],
+    signal: JobSignal,
+) -> SignalReport {
+    #[cfg(target_os = "linux")]
+    if let Some(cgroup) = cgroup.filter(|c| crate::unix::cgroup::can_freeze(c)) {
+        if let Some(report) = by_freezer(counters, safety, cgroup, members, signal) {
+            return report;
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cgroup;
+    signal_each(counters, kernel, safety, members, signal)
+}
+
+/// [`signal_job`]'s freezer: the report of a pause it froze, else `None` (then signal),
+/// having thawed what a resume or a stop needs thawed.
+#[cfg(target_os = "linux")]
+fn by_freezer(
+    counters: &impl CounterSource,
+    safety: &Safety,
+    cgroup: &JobCgroup,
+    members: &[ProcessIdentity],
+    signal: JobSignal,
+) -> Option<SignalReport> {
+    use crate::unix::cgroup::{set_frozen, thaw_all};
+    let thawed = match signal {
+        JobSignal::Pause => {
+            if members.iter().any(|id| safety.check(counters, id).is_err()) {
+                return None;
+            }
+            match set_frozen(cgroup, true) {
+                Ok(()) => {
+                    tracing::warn!(cgroup = %cgroup.path, "froze the job's cgroup");
+                    return Some(SignalReport {
+                        reached: members.to_vec(),
+                        ..SignalReport::default()
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, cgroup = %cgroup.path, "the freezer failed: signalling");
+                    return None;
+                }
+            }
+        }
+        JobSignal::Resume => set_frozen(cgroup, false),
+        JobSignal::Terminate | JobSignal::Kill => thaw_all(cgroup),
+    };
+    match thawed {
+        Ok(()) => tracing::warn!(cgroup = %cgroup.path, "thawed the job's cgroup"),
+        Err(e) => tracing::warn!(error = %e, cgroup = %cgroup.path, "cannot thaw the job's cgroup"),
+    }
+    None
+}
+
 /// Stops every member of a job at once and waits for it, blocking: SIGTERM (and SIGCONT) to
 /// each live member, SIGKILL after `grace` to what is left, members found again before each
 /// round. Only for a driver unwinding from a panic, which can no longer trust its engine;
@@ -221,9 +287,8 @@ pub fn stop_members(
     stop_now(counters, kernel, safety, &live, grace)
 }
 
-/// [`stop_members`] for the processes `live()` says are alive now (a job whose guard is
-/// gone: the members its job file lists).
-pub fn stop_now(
+/// [`stop_members`] for the processes `live()` says are alive now.
+fn stop_now(
     counters: &impl CounterSource,
     kernel: &impl SendSignal,
     safety: &Safety,

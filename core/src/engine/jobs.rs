@@ -582,5 +582,6 @@ fn view(j: &Job) -> JobView {
             .iter()
             .map(|(id, why)| (id.pid, why.clone()))
             .collect(),
+        cgroup: j.members.cgroup(),
     }
 }

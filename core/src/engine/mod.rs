@@ -31,6 +31,7 @@ pub mod words;
 
 pub use execute::{carry_out, Effects};
 pub use jobs::{Engine, RequestError};
+pub use phase::PAUSE_SETTLE;
 pub use records::{FinishedJob, RunStart, SavedJob};
 
 use std::time::{Duration, SystemTime};
@@ -224,6 +225,10 @@ pub struct JobView {
     pub members: Vec<ProcessIdentity>,
     /// Members the safety rules kept a signal from, and why.
     pub refused: Vec<(u32, String)>,
+    /// Its own cgroup, where it has one (Linux): what its job file names, so that the job
+    /// can be paused, resumed and stopped should its guard die.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<crate::counters::JobCgroup>,
 }
 
 impl JobStatus {

@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::CounterSource;
+use crate::counters::{CounterSource, JobCgroup};
 use crate::engine::{JobMode, JobStatus, JobView, FINISHED_KEEP};
 use crate::paths::write_atomic;
 use crate::policy::order::{Peer, PeerAt};
@@ -107,6 +107,11 @@ pub struct JobFile {
     /// An older guard may ask it to pause to make room now ([`crate::policy::order`]).
     #[serde(default)]
     pub yields: bool,
+    /// The job's own cgroup, where it has one (Linux): should the guard die, the job is
+    /// thawed, frozen and stopped through it, and its processes are its members. Only a
+    /// cgroup named after the file's guard is ever acted on ([`JobFile::job_cgroup`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<JobCgroup>,
 }
 
 impl JobFile {
@@ -139,6 +144,7 @@ impl JobFile {
             resumed_at_ms: view.resumed_at_ms,
             resumes_by_itself: view.resumes_by_itself,
             yields: view.yields,
+            cgroup: view.cgroup.clone(),
         }
     }
 
@@ -244,7 +250,34 @@ impl JobFile {
     /// that cannot be read or parsed are skipped with a warning; stale files (see the module
     /// docs) are removed. A missing `dir` has no jobs.
     pub fn list(dir: &Path, counters: &impl CounterSource) -> Vec<JobFile> {
-        list_at(dir, unix_ms(SystemTime::now()), |id| id.is_alive(counters))
+        let holds = |cgroup: &JobCgroup| match counters.job_cgroup(cgroup) {
+            Ok(state) => !state.pids.is_empty(),
+            // Unreadable is not empty: a job that cannot be seen is never dropped.
+            Err(_) => cgroup.memory_dir.exists(),
+        };
+        list_at(
+            dir,
+            unix_ms(SystemTime::now()),
+            |id| id.is_alive(counters),
+            holds,
+        )
+    }
+
+    /// The job's own cgroup as its file names it, if that cgroup bears the name of the
+    /// file's guard (see [`crate::unix::cgroup::named_for`]); else `None`: a job file can make
+    /// nobody freeze, thaw or remove another cgroup.
+    pub fn job_cgroup(&self) -> Option<&JobCgroup> {
+        let guard = self.guard?;
+        #[cfg(target_os = "linux")]
+        return self
+            .cgroup
+            .as_ref()
+            .filter(|c| crate::unix::cgroup::named_for(c, guard.pid));
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = guard;
+            None
+        }
     }
 
     /// The processes of the job the file names: its leader and members.
@@ -253,8 +286,14 @@ impl JobFile {
     }
 
     /// Whether the file is stale at `now_ms` (then removed), and else whether the job lost
-    /// its guard.
-    fn judge(&self, now_ms: i64, is_alive: &impl Fn(&ProcessIdentity) -> bool) -> Judged {
+    /// its guard: a job whose guard is gone lives while a process it names lives, or its own
+    /// cgroup `holds` one.
+    fn judge(
+        &self,
+        now_ms: i64,
+        is_alive: &impl Fn(&ProcessIdentity) -> bool,
+        holds: &impl Fn(&JobCgroup) -> bool,
+    ) -> Judged {
         if self.state.ended() {
             let keep_ms = i64::try_from(FINISHED_KEEP.as_millis()).unwrap_or(i64::MAX);
             return if now_ms.saturating_sub(self.updated_at_ms) > keep_ms {
@@ -270,7 +309,7 @@ impl JobFile {
         };
         if guarded {
             Judged::Guarded
-        } else if self.processes().any(|id| is_alive(&id)) {
+        } else if self.processes().any(|id| is_alive(&id)) || self.job_cgroup().is_some_and(holds) {
             Judged::Unguarded
         } else {
             Judged::Stale
@@ -285,13 +324,24 @@ enum Judged {
     Stale,
 }
 
-/// [`JobFile::list`] at `now_ms`, with `is_alive` deciding whether a process still exists.
-fn list_at(dir: &Path, now_ms: i64, is_alive: impl Fn(&ProcessIdentity) -> bool) -> Vec<JobFile> {
+/// [`JobFile::list`] at `now_ms`, with `is_alive` deciding whether a process still exists
+/// and `holds` whether a job's cgroup holds one. The file of a job that ended without its
+/// guard is removed with what the job left: its cgroup, empty now.
+fn list_at(
+    dir: &Path,
+    now_ms: i64,
+    is_alive: impl Fn(&ProcessIdentity) -> bool,
+    holds: impl Fn(&JobCgroup) -> bool,
+) -> Vec<JobFile> {
     let mut jobs = Vec::new();
     for (path, mut job) in crate::paths::read_json_files::<JobFile>(dir, "job files") {
-        match job.judge(now_ms, &is_alive) {
+        match job.judge(now_ms, &is_alive, &holds) {
             Judged::Stale => {
                 tracing::debug!("job files: removing stale {}", path.display());
+                #[cfg(target_os = "linux")]
+                if let Some(cgroup) = job.job_cgroup().filter(|_| !job.state.ended()) {
+                    crate::unix::cgroup::remove(cgroup, Duration::ZERO);
+                }
                 if let Err(e) = fs::remove_file(&path) {
                     tracing::debug!("job files: cannot remove {}: {e}", path.display());
                 }

@@ -97,7 +97,7 @@ impl Sink for Publisher {
 
     fn started(&mut self, view: &JobView) -> io::Result<()> {
         // Prunes old finished files (the liveness test is not needed for those).
-        list_at(&self.dir, unix_ms(SystemTime::now()), |_| true);
+        list_at(&self.dir, unix_ms(SystemTime::now()), |_| true, |_| true);
         self.publish(view, true);
         Ok(())
     }

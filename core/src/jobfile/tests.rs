@@ -48,6 +48,7 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
         resumed_at_ms: None,
         resumes_by_itself: false,
         yields: false,
+        cgroup: None,
     }
 }
 
@@ -77,6 +78,7 @@ fn guarded_view(id: u64, pid: u32, state: JobStatus) -> crate::engine::JobView {
         yields: state == JobStatus::Running,
         members: vec![ProcessIdentity { pid, start_time: 3 }],
         refused: Vec::new(),
+        cgroup: None,
     }
 }
 
@@ -107,7 +109,10 @@ fn write_creates_dir_and_round_trips() {
         vec!["77-4242.json"],
         "replaced in place, no temp left"
     );
-    assert_eq!(list_at(&dir, NOW_MS, |_| true), vec![updated.clone()]);
+    assert_eq!(
+        list_at(&dir, NOW_MS, |_| true, |_| true),
+        vec![updated.clone()]
+    );
     updated.remove(&dir).unwrap();
     updated.remove(&dir).unwrap(); // already gone: fine
     assert!(names(&dir).is_empty());
@@ -116,7 +121,7 @@ fn write_creates_dir_and_round_trips() {
 #[test]
 fn missing_dir_has_no_jobs() {
     let tmp = tempfile::tempdir().unwrap();
-    assert!(list_at(&tmp.path().join("nope"), NOW_MS, |_| true).is_empty());
+    assert!(list_at(&tmp.path().join("nope"), NOW_MS, |_| true, |_| true).is_empty());
 }
 
 #[test]
@@ -130,7 +135,7 @@ fn corrupt_and_foreign_files_are_skipped_not_removed() {
     fs::write(dir.join("notes.txt"), "hello").unwrap();
     fs::write(dir.join(".4-1.json.tmp-9-0"), "partial").unwrap();
     fs::create_dir(dir.join("5-1.json")).unwrap(); // unreadable as a file
-    assert_eq!(list_at(dir, NOW_MS, |_| true), vec![good]);
+    assert_eq!(list_at(dir, NOW_MS, |_| true, |_| true), vec![good]);
     assert_eq!(
         names(dir).len(),
         6,
@@ -159,7 +164,7 @@ fn stale_files_are_removed() {
         j.write_atomic(dir).unwrap();
     }
     let alive = |id: &ProcessIdentity| [14, 15].contains(&id.pid);
-    let listed = list_at(dir, NOW_MS, alive);
+    let listed = list_at(dir, NOW_MS, alive, |_| false);
     let pids: Vec<u32> = listed.iter().map(|j| j.pid).collect();
     // Oldest first: 14 started 3 h ago, then 10, then 15.
     assert_eq!(pids, vec![14, 10, 15]);
@@ -213,7 +218,7 @@ fn a_job_whose_guard_is_gone_is_unguarded_while_a_member_lives() {
     }
     // The leaders are gone (the kernel's SIGHUP of an orphaned group); member 23 lives.
     let alive = |id: &ProcessIdentity| [100, 21, 23].contains(&id.pid);
-    let listed = list_at(dir, NOW_MS, alive);
+    let listed = list_at(dir, NOW_MS, alive, |_| false);
     let states: Vec<(u32, &str)> = listed.iter().map(|j| (j.pid, j.state_word())).collect();
     assert_eq!(states, vec![(20, "paused"), (22, "unguarded")]);
     assert!(!gone.path_in(dir).exists(), "nothing of it lives: stale");
@@ -312,7 +317,7 @@ fn the_board_writes_every_job_of_the_app_and_removes_those_let_go() {
     ];
     for (step, (views, files)) in table.into_iter().enumerate() {
         board.publish(&views);
-        let listed: Vec<(u32, JobStatus)> = list_at(dir, NOW_MS, |_| true)
+        let listed: Vec<(u32, JobStatus)> = list_at(dir, NOW_MS, |_| true, |_| true)
             .iter()
             .map(|f| (f.pid, f.state))
             .collect();
@@ -326,4 +331,61 @@ fn the_board_writes_every_job_of_the_app_and_removes_those_let_go() {
         }
     }
     assert!(names(dir).is_empty(), "{:?}", names(dir));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_job_without_guard_lives_while_its_cgroup_holds_a_process_and_leaves_no_cgroup() {
+    // A guard killed outright, every process its file listed gone: the job lives on while
+    // its own cgroup holds a process (what it forked since), and once the cgroup is empty
+    // the reader that finds the file stale removes the cgroup with it. A cgroup the file
+    // names that does not bear its guard's name is never removed.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("jobs");
+    let cgroups = tmp.path().join("cgroups");
+    let guard = ProcessIdentity {
+        pid: 101,
+        start_time: 1,
+    };
+    let file = |pid: u32, name: &str| {
+        let memory_dir = cgroups.join(name);
+        fs::create_dir_all(memory_dir.join("beneath")).unwrap();
+        JobFile {
+            guard: Some(guard),
+            members: vec![ProcessIdentity {
+                pid: pid + 1,
+                start_time: 4242,
+            }],
+            cgroup: Some(JobCgroup {
+                version: 2,
+                memory_dir,
+                freezer_dir: None,
+                path: format!("/{name}"),
+                memory: false,
+            }),
+            ..job(pid, JobStatus::Running, NOW_MS)
+        }
+    };
+    let ours = file(30, "headroom-job-101-0");
+    let forged = file(32, "system.slice");
+    for f in [&ours, &forged] {
+        f.write_atomic(&dir).unwrap();
+    }
+    let nothing_lives = |_: &ProcessIdentity| false;
+    let listed = list_at(&dir, NOW_MS, nothing_lives, |_| true);
+    let states: Vec<(u32, &str)> = listed.iter().map(|j| (j.pid, j.state_word())).collect();
+    assert_eq!(
+        states,
+        vec![(30, "unguarded")],
+        "the forged cgroup counts for nothing"
+    );
+    assert!(cgroups.join("system.slice").exists(), "never removed");
+    let listed = list_at(&dir, NOW_MS, nothing_lives, |_| false);
+    assert!(listed.is_empty());
+    assert!(!ours.path_in(&dir).exists());
+    assert!(
+        !cgroups.join("headroom-job-101-0").exists(),
+        "the empty cgroup (and the one beneath) is left behind"
+    );
+    assert!(cgroups.join("system.slice/beneath").exists());
 }

@@ -9,8 +9,17 @@
 //! root's while systemd delegated a unified subtree to the user), the job still gets a v2
 //! cgroup without it: membership and the freezer are v2's own, its memory is its members'.
 //!
+//! A job's cgroup is a subtree: a guard run inside the job makes its own job's cgroup inside
+//! it. Its members are the processes of the whole subtree (`counters`), freezing it freezes
+//! the subtree (the kernel's rule), a stop thaws every cgroup of it ([`thaw_all`]), and
+//! [`remove`] removes it children first.
+//!
 //! `cgroup.kill` (v2) is not used: it would kill a member of another user, which the
 //! safety rules never do; the stop signals each member, and the cgroup makes the list exact.
+//!
+//! A job cgroup is named after the guard that made it ([`job_name`]): whoever takes over a
+//! job whose guard is gone acts only on a cgroup its job file names that bears that guard's
+//! name ([`named_for`]).
 
 use std::ffi::CString;
 use std::fs;
@@ -21,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::counters::{JobCgroup, OwnDirs};
+use crate::counters::{cgroup_subtree, JobCgroup, OwnDirs};
 
 /// Why no own cgroup could be made (the job then runs tracked by its processes).
 pub type Refused = String;
@@ -171,27 +180,135 @@ pub fn can_freeze(cgroup: &JobCgroup) -> bool {
     cgroup.version == 2 || cgroup.freezer_dir.is_some()
 }
 
-/// Removes `cgroup` once it is empty (the kernel refuses while a process is in it): tries
-/// for up to a second, as exited members leave it.
-pub fn remove(cgroup: &JobCgroup) {
-    let dirs = cgroup
+/// Thaws `cgroup` and every cgroup beneath it (a job frozen there by its own guard, or by a
+/// guard that is gone): a frozen process handles no signal, not even SIGKILL (v1).
+pub fn thaw_all(cgroup: &JobCgroup) -> io::Result<()> {
+    let (top, file, thawed) = match (cgroup.version, &cgroup.freezer_dir) {
+        (2, _) => (&cgroup.memory_dir, "cgroup.freeze", "0"),
+        (_, Some(freezer)) => (freezer, "freezer.state", "THAWED"),
+        _ => return Err(io::Error::new(io::ErrorKind::Unsupported, "no freezer")),
+    };
+    let mut result = Ok(());
+    for (n, dir) in cgroup_subtree(top).iter().enumerate() {
+        let wrote = fs::write(dir.join(file), thawed);
+        if n == 0 {
+            result = wrote;
+        }
+    }
+    result
+}
+
+/// Removes `cgroup` and every cgroup beneath it, children first, once they are empty (the
+/// kernel refuses while a process is in one): tries for up to `patience`, as exited members
+/// leave. True when nothing of it is left.
+pub fn remove(cgroup: &JobCgroup, patience: Duration) -> bool {
+    let tops = cgroup
         .freezer_dir
         .iter()
         .chain(std::iter::once(&cgroup.memory_dir));
-    for dir in dirs {
-        for _ in 0..50 {
-            match fs::remove_dir(dir) {
-                Ok(()) => break,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
+    let mut removed = true;
+    for top in tops {
+        let mut dirs = cgroup_subtree(top);
+        dirs.reverse();
+        for dir in dirs {
+            removed &= remove_dir(&dir, patience);
         }
     }
+    removed
+}
+
+/// Removes the empty cgroup `dir`, trying again for up to `patience`; true once it is gone.
+fn remove_dir(dir: &Path, patience: Duration) -> bool {
+    let tries = patience.as_millis() / RETRY.as_millis();
+    for n in 0..=tries {
+        match fs::remove_dir(dir) {
+            Ok(()) => return true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return true,
+            Err(_) if n < tries => std::thread::sleep(RETRY),
+            Err(_) => {}
+        }
+    }
+    false
+}
+
+/// How long the guard that made a job's cgroup waits for its last members to leave it when
+/// the job ends.
+pub const REMOVE_WAIT: Duration = Duration::from_secs(1);
+
+/// How often [`remove`] tries again.
+const RETRY: Duration = Duration::from_millis(20);
+
+/// The name of the `n`th job cgroup the guard with pid `guard_pid` makes.
+pub fn job_name(guard_pid: u32, n: u32) -> String {
+    format!("{JOB_PREFIX}{guard_pid}-{n}")
+}
+
+const JOB_PREFIX: &str = "headroom-job-";
+
+/// True when `cgroup` bears the name of a job cgroup made by the guard with pid `guard_pid`
+/// ([`job_name`]), in each of its directories: the only cgroups a job file may make anyone
+/// freeze, thaw or remove.
+pub fn named_for(cgroup: &JobCgroup, guard_pid: u32) -> bool {
+    let prefix = format!("{JOB_PREFIX}{guard_pid}-");
+    let ours = |dir: &Path| {
+        dir.is_absolute()
+            && dir.components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::RootDir
+                )
+            })
+            && dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(&prefix))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    ours(&cgroup.memory_dir) && cgroup.freezer_dir.as_deref().is_none_or(ours)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::decimal;
+    use super::{decimal, job_name, named_for};
+    use crate::counters::JobCgroup;
+
+    #[test]
+    fn only_a_cgroup_named_after_its_guard_is_the_jobs() {
+        let job = |memory: &str, freezer: Option<&str>| JobCgroup {
+            version: 1,
+            memory_dir: memory.into(),
+            freezer_dir: freezer.map(Into::into),
+            path: "/x".into(),
+            memory: true,
+        };
+        let name = job_name(41, 0);
+        assert_eq!(name, "headroom-job-41-0");
+        let memory = format!("/sys/fs/cgroup/memory/lab/{name}");
+        let freezer = format!("/sys/fs/cgroup/freezer/{name}");
+        assert!(named_for(&job(&memory, Some(&freezer)), 41));
+        assert!(named_for(&job(&memory, None), 41));
+        assert!(
+            !named_for(&job(&memory, Some(&freezer)), 4),
+            "another guard's"
+        );
+        assert!(!named_for(
+            &job(&memory, Some("/sys/fs/cgroup/freezer/system.slice")),
+            41
+        ));
+        assert!(!named_for(
+            &job("/sys/fs/cgroup/memory/system.slice", None),
+            41
+        ));
+        assert!(!named_for(
+            &job("/sys/fs/cgroup/headroom-job-41-0/..", None),
+            41
+        ));
+        assert!(!named_for(&job("headroom-job-41-0", None), 41), "relative");
+        assert!(!named_for(
+            &job("/sys/fs/cgroup/headroom-job-41-x", None),
+            41
+        ));
+    }
 
     #[test]
     fn pids_in_decimal() {

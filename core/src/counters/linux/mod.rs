@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock};
 mod cgroup;
 mod parse;
 
-pub use self::cgroup::Found;
 use self::cgroup::Location;
+pub use self::cgroup::{subtree as cgroup_subtree, Found};
 use self::parse::{
     is_dead, kib, parse_cmdline, parse_meminfo, parse_pid_list, parse_psi, parse_stat,
     parse_status, parse_vmstat, Stat,

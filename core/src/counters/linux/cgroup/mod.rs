@@ -187,20 +187,56 @@ pub fn own_dirs(root: &Path) -> Result<Option<OwnDirs>, String> {
     }))
 }
 
-/// What a job's own cgroup holds now: its processes, whether it is frozen, the kernel's
-/// peak, OOM count, working set and swap.
+/// `dir` and every cgroup beneath it, parents before their children: a job's cgroup and
+/// those made inside it (a guard run inside a guarded job makes its own job's cgroup there).
+pub fn subtree(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![dir.to_path_buf()];
+    let mut at = 0;
+    while let Some(parent) = dirs.get(at).cloned() {
+        at += 1;
+        let Ok(entries) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        dirs.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    dirs
+}
+
+/// Every process in the cgroup `dir` and the cgroups beneath it (`cgroup.procs` of each); an
+/// error when `dir` itself cannot be read or is gone. A cgroup beneath it removed meanwhile
+/// holds nothing.
+fn subtree_pids(dir: &Path) -> Result<Vec<u32>, String> {
+    let mut pids = Vec::new();
+    for (n, cgroup) in subtree(dir).iter().enumerate() {
+        let procs = match read(cgroup, "cgroup.procs") {
+            Ok(Some(procs)) => procs,
+            Ok(None) if n == 0 => return Err("its directory is gone".to_string()),
+            Err(e) if n == 0 => return Err(e),
+            Ok(None) | Err(_) => continue,
+        };
+        pids.extend(
+            procs
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    Ok(pids)
+}
+
+/// What a job's own cgroup holds now: its processes (those of the cgroups beneath it
+/// included), whether it is frozen, the kernel's peak, OOM count, working set and swap (the
+/// kernel's figures of a cgroup count those beneath it).
 pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
     let io = |e: String| CounterError::Io {
         what: format!("cgroup {}", job.path),
         source: std::io::Error::other(e),
     };
-    let procs = read(&job.memory_dir, "cgroup.procs")
-        .map_err(io)?
-        .ok_or_else(|| io("its directory is gone".to_string()))?;
-    let pids = procs
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
+    let pids = subtree_pids(&job.memory_dir).map_err(io)?;
     let frozen = match (job.version, &job.freezer_dir) {
         (2, _) => {
             read(&job.memory_dir, "cgroup.events")

@@ -1,0 +1,286 @@
+//! A job whose guard is gone (killed outright), taken over by `headroom pause|resume|stop`
+//! (issue 33), in both membership modes: the job's own cgroup (as root) and its processes
+//! (`HEADROOM_JOB_CGROUP=off`, how a Mac tracks members). The request is verified as the
+//! live guard verifies it: every process of the job (its cgroup, or its whole process tree)
+//! is looked at again, survivors are named, refusals are said, the exit code is honest, and
+//! no cgroup is left behind once the job ends, whoever ends it. Each test looks at the
+//! processes and cgroups afterwards, not only at what Headroom printed.
+
+// A panic is a failed test: tests may unwrap.
+#![allow(clippy::unwrap_used)]
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::MutexGuard;
+use std::time::Duration;
+
+use support::guard::{control, leader_of, members, sleep_tag, Guard, Leftovers, WAIT};
+use support::{
+    cgroup_dirs_of, cgroup_frozen, headroom, proc_state, real_swap_lock, run_to_files, wait_until,
+};
+
+/// How the job's members are found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    /// The job's own cgroup (root).
+    Cgroup,
+    /// Its processes (`HEADROOM_JOB_CGROUP=off`).
+    Processes,
+}
+
+/// The modes this machine can test: both as root (the lock serialises the tests that make
+/// cgroups), only the processes otherwise.
+fn modes() -> (Vec<Mode>, Option<MutexGuard<'static, ()>>) {
+    match real_swap_lock() {
+        Some(lock) => (vec![Mode::Processes, Mode::Cgroup], Some(lock)),
+        None => (vec![Mode::Processes], None),
+    }
+}
+
+/// A guard over `sh -c SCRIPT` in `mode`, checked every 0.2 s, 1 s of grace.
+fn guard(mode: Mode, script: &str, name: &str) -> Guard {
+    let args = [
+        "guard",
+        "--wait-free",
+        "0",
+        "--poll",
+        "0.2s",
+        "--grace",
+        "1s",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ];
+    match mode {
+        Mode::Cgroup => Guard::start_in_own_cgroup(&args, name),
+        Mode::Processes => Guard::start(&args, name),
+    }
+}
+
+/// The jobs `headroom status` lists: (pid, state).
+fn listed_jobs() -> Vec<(u32, String)> {
+    let (code, out, err) = run_to_files({
+        let mut cmd = headroom();
+        cmd.args(["status", "--json", "--top", "0"]);
+        cmd
+    });
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["pid"].as_u64().unwrap() as u32,
+                j["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Kills the guard outright once `status` shows the job of `leader` in `state` (its job
+/// file is written on the guard's output thread, a moment after the change).
+fn kill_guard_once(guard: &mut Guard, leader: u32, state: &str) {
+    assert!(
+        wait_until(WAIT, || listed_jobs()
+            .iter()
+            .any(|(pid, s)| *pid == leader && s == state)),
+        "status never showed the job {state}: {}",
+        guard.stderr()
+    );
+    guard.child.kill().unwrap();
+    guard.child.wait().unwrap();
+    assert!(
+        wait_until(WAIT, || listed_jobs()
+            .iter()
+            .any(|(pid, s)| *pid == leader && s == "unguarded")),
+        "status does not say the job lost its guard"
+    );
+}
+
+#[test]
+fn a_forking_job_whose_guard_is_gone_is_stopped_whole() {
+    // The job forks every 20 ms; its guard is killed outright. `headroom stop` must stop
+    // every process of the job, not only those its file listed, and say "stopped" only
+    // once no process of it is left.
+    let (modes, _lock) = modes();
+    for (n, mode) in modes.into_iter().enumerate() {
+        let tag = sleep_tag(60 + n as u32);
+        let script = format!("while :; do sleep {tag} & sleep 0.02; done");
+        let mut guard = guard(mode, &script, &format!("forking-{n}"));
+        let me = guard.pid();
+        let _leftovers = Leftovers {
+            tag: tag.clone(),
+            guard: me,
+        };
+        assert!(
+            wait_until(WAIT, || members(&tag, me).len() >= 8),
+            "{mode:?}: the job did not fork: {}",
+            guard.stderr()
+        );
+        let leader = leader_of(&guard);
+        let cgroups = cgroup_dirs_of(leader);
+        kill_guard_once(&mut guard, leader, "running");
+        // It goes on forking without its guard.
+        std::thread::sleep(Duration::from_millis(500));
+        let (code, err) = control("stop", leader);
+        let left = members(&tag, me);
+        assert_eq!(code, Some(0), "{mode:?}: {err}");
+        assert!(err.contains("stopped"), "{mode:?}: {err}");
+        assert!(
+            left.is_empty(),
+            "{mode:?}: {} processes still run after {err:?}",
+            left.len()
+        );
+        assert!(
+            !listed_jobs().iter().any(|(pid, _)| *pid == leader),
+            "{mode:?}: status still lists the stopped job"
+        );
+        if mode == Mode::Cgroup {
+            assert!(
+                cgroups.iter().all(|d| !d.exists()),
+                "{mode:?}: {cgroups:?} left behind"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_member_of_another_user_makes_a_stop_without_guard_not_stopped() {
+    // As the live guard exits 6 "NOT stopped", so does a stop of a job whose guard is gone:
+    // the member it may not signal is named, the others are stopped, the job stays listed.
+    let (modes, lock) = modes();
+    if lock.is_none() {
+        eprintln!("SKIPPED: a member of another user needs root (setpriv)");
+        return;
+    }
+    for (n, mode) in modes.into_iter().enumerate() {
+        let tag = sleep_tag(70 + n as u32);
+        let script = format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups sleep {tag} & exec sleep {tag}"
+        );
+        let mut guard = guard(mode, &script, &format!("other-user-{n}"));
+        let me = guard.pid();
+        let _leftovers = Leftovers {
+            tag: tag.clone(),
+            guard: me,
+        };
+        assert!(
+            wait_until(WAIT, || members(&tag, me).len() == 2),
+            "{}",
+            guard.stderr()
+        );
+        let leader = leader_of(&guard);
+        let nobody = members(&tag, me)
+            .into_iter()
+            .find(|&p| p != leader)
+            .unwrap();
+        let cgroups = cgroup_dirs_of(leader);
+        kill_guard_once(&mut guard, leader, "running");
+        let (code, err) = control("stop", leader);
+        assert_eq!(code, Some(6), "{mode:?}: {err}");
+        assert!(
+            err.contains("NOT stopped") && err.contains(&nobody.to_string()),
+            "{mode:?}: the survivor is not named: {err}"
+        );
+        assert!(err.contains("65534"), "{mode:?}: why it survived: {err}");
+        assert_eq!(proc_state(leader), None, "{mode:?}: our own member runs");
+        assert!(
+            proc_state(nobody).is_some(),
+            "{mode:?}: nobody's was stopped"
+        );
+        assert!(
+            listed_jobs()
+                .iter()
+                .any(|(pid, s)| *pid == leader && s == "unguarded"),
+            "{mode:?}: the job that was not stopped is no longer listed"
+        );
+        // Once its last process ends (here: ended by root), the next look removes what
+        // the job left: its file, and its cgroup.
+        // SAFETY: kill has no memory-safety preconditions; the test's own sleep.
+        unsafe { libc::kill(nobody as i32, libc::SIGKILL) };
+        assert!(wait_until(WAIT, || proc_state(nobody).is_none()));
+        assert!(
+            !listed_jobs().iter().any(|(pid, _)| *pid == leader),
+            "{mode:?}: the ended job is still listed"
+        );
+        if mode == Mode::Cgroup {
+            assert!(
+                cgroups.iter().all(|d| !d.exists()),
+                "{mode:?}: {cgroups:?} left behind"
+            );
+        }
+    }
+}
+
+/// True when every process of `pids` that lives is held: frozen in its cgroup, or stopped.
+fn held(mode: Mode, cgroups: &[PathBuf], pids: &[u32]) -> bool {
+    match mode {
+        Mode::Cgroup => cgroup_frozen(cgroups),
+        Mode::Processes => pids.iter().all(|&p| proc_state(p).is_none_or(|s| s == 'T')),
+    }
+}
+
+/// True when no process of `pids` is held (nor frozen, nor stopped).
+fn running(mode: Mode, cgroups: &[PathBuf], pids: &[u32]) -> bool {
+    (mode == Mode::Processes || !cgroup_frozen(cgroups))
+        && pids.iter().all(|&p| proc_state(p) != Some('T'))
+}
+
+#[test]
+fn a_paused_job_whose_guard_is_gone_is_resumed_paused_and_stopped() {
+    // Paused (frozen in its cgroup, or SIGSTOPped), then the guard is killed outright: the
+    // job must still be resumed, paused again and stopped, each verified at once, and
+    // leave no cgroup behind.
+    let (modes, _lock) = modes();
+    for (n, mode) in modes.into_iter().enumerate() {
+        let tag = sleep_tag(80 + n as u32);
+        let script = format!("setsid sleep {tag} & exec sleep {tag}");
+        let mut guard = guard(mode, &script, &format!("paused-{n}"));
+        let me = guard.pid();
+        let _leftovers = Leftovers {
+            tag: tag.clone(),
+            guard: me,
+        };
+        assert!(wait_until(WAIT, || members(&tag, me).len() == 2));
+        let leader = leader_of(&guard);
+        let cgroups = cgroup_dirs_of(leader);
+        assert_eq!(control("pause", leader).0, Some(0));
+        assert!(wait_until(WAIT, || held(
+            mode,
+            &cgroups,
+            &members(&tag, me)
+        )));
+        kill_guard_once(&mut guard, leader, "paused");
+        // (Without a cgroup, the stopped leader's orphaned group gets SIGHUP: it may end.)
+        let pids = members(&tag, me);
+        assert!(!pids.is_empty(), "{mode:?}");
+        assert!(held(mode, &cgroups, &pids), "{mode:?}: no longer paused");
+        let (code, err) = control("resume", leader);
+        assert_eq!(code, Some(0), "{mode:?}: {err}");
+        assert!(
+            running(mode, &cgroups, &pids),
+            "{mode:?}: still held after {err:?}"
+        );
+        let (code, err) = control("pause", leader);
+        assert_eq!(code, Some(0), "{mode:?}: {err}");
+        assert!(
+            held(mode, &cgroups, &members(&tag, me)),
+            "{mode:?}: not held after {err:?}"
+        );
+        let (code, err) = control("stop", leader);
+        assert_eq!(code, Some(0), "{mode:?}: {err}");
+        let left = members(&tag, me);
+        assert!(left.is_empty(), "{mode:?}: {left:?} run after {err:?}");
+        if mode == Mode::Cgroup {
+            assert!(
+                cgroups.iter().all(|d| !d.exists()),
+                "{mode:?}: {cgroups:?} left behind"
+            );
+        }
+    }
+}
