@@ -232,3 +232,101 @@ fn a_paused_hog_continued_from_outside_is_guarded_again() {
     assert_eq!(summary["verdict"]["ended"]["kind"], "stopped", "{summary}");
     rig.bystander.assert_alive();
 }
+
+/// Sends SIGCONT every 20 ms to every live process of `tag` whose command line starts with
+/// `program` (a `kill -CONT` loop from outside Headroom), until `stop` is set.
+fn keep_continuing(
+    tag: String,
+    program: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u32> {
+    std::thread::spawn(move || {
+        let mut sent = 0;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            for pid in live_with_tag(&tag) {
+                let argv0 = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if argv0.starts_with(program.as_bytes()) {
+                    // SAFETY: kill has no memory-safety preconditions; the test's own hog.
+                    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+                    sent += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        sent
+    })
+}
+
+#[test]
+fn a_hog_continued_from_outside_every_20_ms_grows_little_past_its_budget() {
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    // Without a job cgroup (how a Mac tracks members) a pause is SIGSTOP, which anyone may
+    // undo. Here the allocating hog is not the guard's child (a shell leads the job) and
+    // only it is continued from outside, every 20 ms, from its first pause on: each
+    // continue lets it run until the guard's next look at the paused job. The budget
+    // applies at once each time (paused again, stopped past --max-pauses), and what it
+    // grows past its budget is bounded by how soon the guard looks again.
+    let mut rig = rig();
+    let tag = tag("continued-every-20ms");
+    let hog = hog_argv("900M", &tag, &[]).join(" ");
+    let script = format!(
+        "echo $$ > {} || exit 1; {hog} & wait",
+        rig.cgroup.procs_file().display()
+    );
+    let argv: Vec<String> = ["sh", "-c", &script]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let args = [
+        "--wait-free",
+        "0",
+        "--swap-budget",
+        "100M",
+        "--on-budget",
+        "pause",
+        "--grace",
+        "1s",
+        "--json",
+    ];
+    let swap_start = swap_used_bytes();
+    let (mut guard, [out, err]) = start_guard(&args, &argv, &tag);
+    assert!(
+        wait_until(WAIT, || resume_pid(&read(&err)).is_some()),
+        "never paused: {}",
+        read(&err)
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let program = hog_path().display().to_string();
+    let continuing = keep_continuing(tag.clone(), program, stop.clone());
+    let mut peak = 0;
+    let ended = wait_until(WAIT, || {
+        peak = peak.max(swap_used_bytes().saturating_sub(swap_start));
+        live_with_tag(&tag).iter().all(|&p| p == guard.id())
+    });
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let sent = continuing.join().unwrap();
+    assert!(ended, "the hog ran on (swap +{} MiB)", peak >> 20);
+    assert_eq!(wait_exit(&mut guard), Some(3), "{}", read(&err));
+    let stderr = read(&err);
+    let summary: serde_json::Value = serde_json::from_str(&read(&out)).unwrap();
+    let growth = summary["verdict"]["swap_growth_bytes"].as_u64().unwrap();
+    eprintln!(
+        "continued {sent} times; growth {} MiB (verdict), swap peak +{} MiB; {} pauses",
+        growth >> 20,
+        peak >> 20,
+        summary["verdict"]["pauses"]
+    );
+    assert!(stderr.contains("runs again"), "{stderr}");
+    // Before: 838 MiB on a 100 MiB budget (each SIGSTOP sent again for a second while the
+    // continues undid it); now 35-50 MiB per continue, three pauses, then the stop: 200-250
+    // MiB in all here.
+    assert!(
+        growth < 400 << 20,
+        "grew {} MiB on a 100 MiB budget (swap peak +{} MiB): {stderr}",
+        growth >> 20,
+        peak >> 20
+    );
+    rig.bystander.assert_alive();
+}

@@ -403,8 +403,13 @@ impl CgroupMemory {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunState {
-    /// Running, runnable or asleep (in the kernel too): it can go on allocating.
+    /// Running, runnable or asleep: it can go on allocating, and a stop signal stops it at
+    /// once (the kernel wakes an interruptible sleeper for it).
     Running,
+    /// Running, but waiting in the kernel where no signal interrupts it (Linux `D`: disk or
+    /// swap I/O, a page fault under pressure): a stop signal takes effect only once it leaves
+    /// the wait, and it can go on allocating then.
+    Waiting,
     /// Stopped by a signal (SIGSTOP, SIGTSTP, …) or by a tracer.
     Stopped,
     /// In `exit`: the kernel has committed it to exit (SIGKILL, `exit`); it runs none of
@@ -422,11 +427,13 @@ const MACOS_PROC_FLAG_INEXIT: u32 = 4;
 const LINUX_PF_EXITING: u64 = 0x4;
 
 impl RunState {
-    /// A Linux `/proc/PID/stat` state letter: `T`/`t` stopped, `Z`/`X` dead, else running.
+    /// A Linux `/proc/PID/stat` state letter: `T`/`t` stopped, `Z`/`X` dead, `D` waiting,
+    /// else running.
     pub fn from_linux(letter: u8) -> Self {
         match letter {
             b'T' | b't' => RunState::Stopped,
             b'Z' | b'X' => RunState::Dead,
+            b'D' => RunState::Waiting,
             _ => RunState::Running,
         }
     }
@@ -566,6 +573,8 @@ mod tests {
         assert_eq!(RunState::from_linux_stat(b'Z', 0x4), RunState::Dead);
         assert_eq!(RunState::from_linux_stat(b'T', 0x400000), RunState::Stopped);
         assert_eq!(RunState::from_linux_stat(b'S', 0), RunState::Running);
+        assert_eq!(RunState::from_linux_stat(b'D', 0), RunState::Waiting);
+        assert_eq!(RunState::from_linux_stat(b'D', 0x4), RunState::Exiting);
     }
 
     #[test]

@@ -12,8 +12,11 @@ use crate::members::Member;
 use crate::policy::{EndReason, StopReason, Survivor};
 use crate::process::ProcessIdentity;
 
-/// How long a member sent SIGSTOP may take to be seen stopped before it counts as continued
-/// from outside (one that was continued before any check saw it stopped).
+/// How long a member sent SIGSTOP and waiting in the kernel ([`RunState::Waiting`]: a stop
+/// takes effect only once it leaves the wait) may take to be seen stopped before it counts
+/// as continued from outside. One that runs or sleeps interruptibly stops at once: seen
+/// running at two checks after its SIGSTOP (sent again at the first), it was continued in
+/// between, however soon.
 pub const PAUSE_SETTLE: Duration = Duration::from_secs(1);
 
 /// Members the safety rules refused, and why.
@@ -26,6 +29,8 @@ pub(super) struct PausePhase {
     sent: HashMap<ProcessIdentity, Duration>,
     /// Members seen stopped since the pause began.
     confirmed: HashSet<ProcessIdentity>,
+    /// Members sent SIGSTOP and seen running at a later check once (sent it again then).
+    running_after: HashSet<ProcessIdentity>,
 }
 
 /// What a check of a pause found.
@@ -73,6 +78,7 @@ impl PausePhase {
             // A member in exit runs none of its code again: as good as paused.
             if matches!(member.state, RunState::Stopped | RunState::Exiting) {
                 self.sent.remove(&id);
+                self.running_after.remove(&id);
                 self.confirmed.insert(id);
                 continue;
             }
@@ -84,8 +90,17 @@ impl PausePhase {
                 match self.sent.get(&id) {
                     None => unpaused.push(id),
                     Some(at) if now.saturating_sub(*at) >= PAUSE_SETTLE => continued.push(id.pid),
-                    // Not seen stopped yet: SIGSTOP again (it is idempotent); a member in the
-                    // kernel stops on its way out.
+                    // Running at a check after its SIGSTOP: the first time it is sent again,
+                    // the second it was continued (a stop stops a running process at once).
+                    Some(at) if member.state == RunState::Running && now > *at => {
+                        if self.running_after.insert(id) {
+                            unpaused.push(id);
+                        } else {
+                            continued.push(id.pid);
+                        }
+                    }
+                    // Not seen stopped yet: SIGSTOP again (it is idempotent); a member waiting
+                    // in the kernel stops on its way out.
                     Some(_) => unpaused.push(id),
                 }
             }

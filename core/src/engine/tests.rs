@@ -46,10 +46,22 @@ pub(super) fn stopped(id: ProcessIdentity) -> Member {
 
 /// Sample `seq` (every 500 ms) of job `root` with these live members.
 fn at(seq: u64, swap: u64, free: f64, root: ProcessIdentity, members: &[Member]) -> Sample {
+    at_ms(seq, seq * 500, swap, free, root, members)
+}
+
+/// Sample `seq`, taken `ms` after the start, of job `root` with these live members.
+fn at_ms(
+    seq: u64,
+    ms: u64,
+    swap: u64,
+    free: f64,
+    root: ProcessIdentity,
+    members: &[Member],
+) -> Sample {
     Sample {
         seq,
-        at: t0() + Duration::from_millis(seq * 500),
-        since_start: Duration::from_millis(seq * 500),
+        at: t0() + Duration::from_millis(ms),
+        since_start: Duration::from_millis(ms),
         system: Some(system(swap, free)),
         tracked: vec![TrackedSample {
             identity: root,
@@ -611,11 +623,16 @@ fn a_sigstop_never_seen_taking_effect_counts_as_continued() {
     jobs.on_sample(&sample(0, 0, leader, true));
     jobs.request(job, Control::Pause, moment(500)).unwrap();
     reached(&mut jobs, job, JobSignal::Pause, &[leader]);
-    // Still running half a second later: SIGSTOP may still be on its way; it goes again.
-    assert_eq!(
-        signal_of(&jobs.on_sample(&sample(2, 0, leader, true))).map(|s| s.0),
-        Some(JobSignal::Pause)
-    );
+    // Waiting in the kernel (D) half a second later, then once more: SIGSTOP takes effect
+    // only once it leaves the wait; it goes again.
+    let waiting = Member {
+        id: leader,
+        state: RunState::Waiting,
+    };
+    for seq in [1, 2] {
+        let a = jobs.on_sample(&at(seq, 0, 50.0, leader, &[waiting]));
+        assert_eq!(signal_of(&a).map(|s| s.0), Some(JobSignal::Pause), "{a:?}");
+    }
     assert_eq!(
         jobs.check_interval(),
         Some(STOP_CHECK),
@@ -628,6 +645,44 @@ fn a_sigstop_never_seen_taking_effect_counts_as_continued() {
             x,
             Action::Notify {
                 event: JobEvent::RunsAgain { .. },
+                ..
+            }
+        )),
+        "{a:?}"
+    );
+    assert!(!jobs.is_paused(job));
+}
+
+#[test]
+fn a_member_running_at_two_checks_after_its_sigstop_was_continued() {
+    // A stop stops a running (or interruptibly sleeping) process at once: one seen running
+    // at the check after its SIGSTOP is sent it again, and seen running at the next (here
+    // 100 ms after the first, far less than PAUSE_SETTLE) it was continued from outside in
+    // between: the pause does not hold, its budget applies.
+    let leader = id(84);
+    let mut jobs = Engine::default();
+    let job = jobs.add(
+        set(leader),
+        spec("x", JobMode::Guard, pausing(8 << 30, 3, None)),
+        0,
+        moment(0),
+    );
+    jobs.on_sample(&sample(0, 0, leader, true));
+    jobs.request(job, Control::Pause, moment(500)).unwrap();
+    reached(&mut jobs, job, JobSignal::Pause, &[leader]);
+    let a = jobs.on_sample(&at_ms(1, 550, 0, 50.0, leader, &[running(leader)]));
+    assert_eq!(signal_of(&a).map(|s| s.0), Some(JobSignal::Pause), "{a:?}");
+    reached(&mut jobs, job, JobSignal::Pause, &[leader]);
+    assert!(jobs.is_paused(job));
+    let a = jobs.on_sample(&at_ms(2, 600, 0, 50.0, leader, &[running(leader)]));
+    assert!(
+        has(&a, |x| matches!(
+            x,
+            Action::Notify {
+                event: JobEvent::RunsAgain {
+                    continued: true,
+                    ..
+                },
                 ..
             }
         )),
