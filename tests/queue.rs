@@ -299,3 +299,55 @@ fn a_key_with_no_past_run_waits_by_wait_free_and_says_so() {
     );
     assert_no_state(home.path());
 }
+
+#[test]
+fn an_admitted_guard_killed_outright_keeps_its_reservation_while_its_job_runs() {
+    // Guard A is admitted with a job that needs 60 % of the room and is then killed outright
+    // (SIGKILL): its job runs on unguarded, and so does the need it was admitted with. A
+    // second guard that needs as much waits until that job has ended, and then starts.
+    use support::guard::sleep_tag;
+    let home = tempfile::tempdir().unwrap();
+    let key = "sixty-killed";
+    seed(home.path(), key, room_bytes() / 2);
+    let need = predicted_bytes(home.path(), key);
+    assert!(
+        need < room_bytes() && 2 * need > room_bytes(),
+        "the test's premise: each fits alone, two do not"
+    );
+    let tag = sleep_tag(90);
+    let mut a = guard(home.path(), key, &["--no-history"], &["sleep", &tag]);
+    wait_until("A admitted", || {
+        queued(home.path())
+            .iter()
+            .any(|p| p["admitted_at_ms"].is_i64())
+    });
+    let job = support::live_with_tag(&tag)
+        .into_iter()
+        .find(|&p| p != a.id())
+        .unwrap();
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let b_started = home.path().join("b-started");
+    let b_job = format!("touch {}", b_started.display());
+    let b = guard(
+        home.path(),
+        key,
+        &["--no-history", "--start-timeout", "1m"],
+        &["sh", "-c", &b_job],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let started_early = b_started.exists();
+    let listed = queued(home.path()).len();
+    // SAFETY: kill has no memory-safety preconditions; the test's own sleep.
+    unsafe { libc::kill(job as i32, libc::SIGKILL) };
+    let out = b.wait_with_output().unwrap();
+    assert!(
+        !started_early,
+        "B started while A's unguarded job ran with its reservation\n{}",
+        text(&out)
+    );
+    assert_eq!(listed, 2, "A's place (its job runs) and B's");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(b_started.exists(), "B started once A's job ended");
+    assert_no_state(home.path());
+}

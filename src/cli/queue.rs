@@ -62,13 +62,13 @@ pub fn join(
         admitted_at_ms: None,
         used_bytes: 0,
     };
-    let dir = Dirs::current().queue_dir();
-    match Line::join(&dir, place, counters) {
+    let dirs = Dirs::current();
+    match Line::join(&dirs.queue_dir(), &dirs.jobs_dir(), place, counters) {
         Ok(line) => Some(line),
         Err(e) => {
             say(&format!(
                 "warning: not in the queue ({}: {e}); waiting alone",
-                dir.display()
+                dirs.queue_dir().display()
             ));
             None
         }
@@ -126,7 +126,8 @@ struct Listed<'a> {
 /// Runs `headroom queue`.
 pub fn run_queue(args: &QueueArgs) -> anyhow::Result<ExitCode> {
     let counters = Counters::new();
-    let list = places(&Dirs::current().queue_dir(), &counters);
+    let dirs = Dirs::current();
+    let list = places(&dirs.queue_dir(), &dirs.jobs_dir(), &counters);
     if args.json {
         let listed: Vec<Listed> = list
             .iter()
@@ -181,7 +182,8 @@ fn state(place: &Place) -> &'static str {
 
 /// The waiting guard whose pid is `pid`, if one is in the queue.
 pub fn waiting_guard(counters: &impl CounterSource, pid: u32) -> Option<Place> {
-    places(&Dirs::current().queue_dir(), counters)
+    let dirs = Dirs::current();
+    places(&dirs.queue_dir(), &dirs.jobs_dir(), counters)
         .into_iter()
         .find(|p| p.guard.pid == pid && p.is_waiting())
 }

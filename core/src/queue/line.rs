@@ -2,7 +2,9 @@
 //! (the guard's own identity), written atomically, and `<dir>/.lock`, held (an advisory
 //! `flock`) while a guard takes a ticket or decides. A place whose guard is gone (its pid
 //! and start time no longer name a live process: a crashed or SIGKILLed guard) is removed
-//! by whoever reads it next, so it holds nobody up. A guard leaves the line when its job
+//! by whoever reads it next, so it holds nobody up, unless the guard was admitted and its
+//! job runs on without it (its job file says so, [`crate::jobfile`]): that job's
+//! reservation stays until its last process ends. A guard leaves the line when its job
 //! ends, or when it stops waiting (Ctrl-C, `headroom stop`, `--start-timeout`): dropping its
 //! [`Line`] removes its file.
 
@@ -16,6 +18,7 @@ use crate::counters::CounterSource;
 use crate::drive::Sink;
 use crate::engine::JobView;
 use crate::fit::Room;
+use crate::jobfile::JobFile;
 use crate::paths::{read_json_files, write_atomic};
 use crate::policy::WaitReason;
 use crate::process::ProcessIdentity;
@@ -26,16 +29,34 @@ const LOCK_FILE: &str = ".lock";
 /// A running job's use is rewritten when it has grown by this much (or reached its need).
 const USED_STEP_BYTES: u64 = 64 << 20;
 
-/// The places in `dir`, in turn (waiting and admitted alike); stale places are removed.
-/// Unreadable files are skipped with a warning. A missing `dir` is an empty queue.
-pub fn places(dir: &Path, counters: &impl CounterSource) -> Vec<Place> {
-    places_at(dir, |id| id.is_alive(counters))
+/// The places in `dir`, in turn (waiting and admitted alike); stale places are removed
+/// (an admitted guard's is kept while its job runs on without it: its job file in
+/// `jobs_dir` says so). Unreadable files are skipped with a warning. A missing `dir` is an
+/// empty queue.
+pub fn places(dir: &Path, jobs_dir: &Path, counters: &impl CounterSource) -> Vec<Place> {
+    let mut orphans: Option<Vec<JobFile>> = None;
+    let runs_on = |place: &Place| {
+        let orphans = orphans.get_or_insert_with(|| {
+            JobFile::list(jobs_dir, counters)
+                .into_iter()
+                .filter(|f| f.unguarded)
+                .collect()
+        });
+        orphans.iter().any(|f| f.guard == Some(place.guard))
+    };
+    places_at(dir, |id| id.is_alive(counters), runs_on)
 }
 
-fn places_at(dir: &Path, is_alive: impl Fn(&ProcessIdentity) -> bool) -> Vec<Place> {
+/// [`places`] with `is_alive` saying whether a guard lives, and `runs_on` whether the job
+/// of an admitted guard that is gone runs on.
+pub(super) fn places_at(
+    dir: &Path,
+    is_alive: impl Fn(&ProcessIdentity) -> bool,
+    mut runs_on: impl FnMut(&Place) -> bool,
+) -> Vec<Place> {
     let mut places = Vec::new();
     for (path, place) in read_json_files::<Place>(dir, "queue") {
-        if is_alive(&place.guard) {
+        if is_alive(&place.guard) || (!place.is_waiting() && runs_on(&place)) {
             places.push(place);
         } else {
             tracing::debug!(
@@ -73,18 +94,30 @@ fn lock(dir: &Path) -> io::Result<Locked> {
 #[derive(Debug)]
 pub struct Line {
     dir: PathBuf,
+    /// Where the job files are (an admitted place whose guard is gone counts while its job
+    /// runs).
+    jobs_dir: PathBuf,
     me: Place,
 }
 
 impl Line {
     /// Joins the queue in `dir` with `place` (its ticket is taken here: after every place
-    /// there).
-    pub fn join(dir: &Path, mut place: Place, counters: &impl CounterSource) -> io::Result<Self> {
+    /// there); the job files are in `jobs_dir`.
+    pub fn join(
+        dir: &Path,
+        jobs_dir: &Path,
+        mut place: Place,
+        counters: &impl CounterSource,
+    ) -> io::Result<Self> {
         let _locked = lock(dir)?;
-        let last = places(dir, counters).iter().map(|p| p.ticket).max();
+        let last = places(dir, jobs_dir, counters)
+            .iter()
+            .map(|p| p.ticket)
+            .max();
         place.ticket = last.map_or(1, |t| t + 1);
         let line = Line {
             dir: dir.to_path_buf(),
+            jobs_dir: jobs_dir.to_path_buf(),
             me: place,
         };
         line.write()?;
@@ -116,7 +149,7 @@ impl Line {
         counters: &impl CounterSource,
     ) -> io::Result<Result<(), WaitReason>> {
         let _locked = lock(&self.dir)?;
-        let others: Vec<Place> = places(&self.dir, counters)
+        let others: Vec<Place> = places(&self.dir, &self.jobs_dir, counters)
             .into_iter()
             .filter(|p| p.guard != self.me.guard)
             .collect();

@@ -243,23 +243,26 @@ fn a_line_takes_tickets_in_turn_admits_and_leaves_no_file() {
         guard: me,
         ..place(0, Some(1), None)
     };
-    let mut line = Line::join(dir.path(), first, &counters).unwrap();
+    let mut line = Line::join(dir.path(), &dir.path().join("jobs"), first, &counters).unwrap();
     assert_eq!(line.place().ticket, 1);
-    let listed = places(dir.path(), &counters);
+    let listed = places(dir.path(), &dir.path().join("jobs"), &counters);
     assert_eq!(listed.len(), 1);
     assert!(listed[0].is_waiting());
     // Not enough room: it stays waiting; then room: admitted, and its file says so.
     let short = line.admit(room(GIB / 2), &counters).unwrap();
     assert!(short.is_err());
-    assert!(places(dir.path(), &counters)[0].is_waiting());
+    assert!(places(dir.path(), &dir.path().join("jobs"), &counters)[0].is_waiting());
     line.admit(room(4 * GIB), &counters).unwrap().unwrap();
-    let listed = places(dir.path(), &counters);
+    let listed = places(dir.path(), &dir.path().join("jobs"), &counters);
     assert!(!listed[0].is_waiting());
     assert_eq!(listed[0].reserved_bytes(), GIB);
     line.used(GIB).unwrap();
-    assert_eq!(places(dir.path(), &counters)[0].reserved_bytes(), 0);
+    assert_eq!(
+        places(dir.path(), &dir.path().join("jobs"), &counters)[0].reserved_bytes(),
+        0
+    );
     drop(line);
-    assert!(places(dir.path(), &counters).is_empty());
+    assert!(places(dir.path(), &dir.path().join("jobs"), &counters).is_empty());
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
@@ -293,8 +296,36 @@ fn a_place_whose_guard_is_gone_is_removed_and_holds_nobody_up() {
         guard: me,
         ..place(0, Some(1), None)
     };
-    let mut line = Line::join(dir.path(), mine, &counters).unwrap();
+    let mut line = Line::join(dir.path(), &dir.path().join("jobs"), mine, &counters).unwrap();
     assert!(!path.exists(), "the stale place was removed");
     assert_eq!(line.place().ticket, 1, "the stale ticket is not counted");
     line.admit(room(4 * GIB), &counters).unwrap().unwrap();
+}
+
+#[test]
+fn an_admitted_place_whose_guard_is_gone_stays_while_its_job_runs_on() {
+    // A guard admitted and killed outright: its job runs on without it, and so does the
+    // need it was admitted with. A waiting place of a guard gone holds nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let gone = |pid| ProcessIdentity { pid, start_time: 1 };
+    let admitted = Place {
+        guard: gone(10),
+        admitted_at_ms: Some(5),
+        ..place(1, Some(GIB), None)
+    };
+    let waiting = Place {
+        guard: gone(11),
+        ..place(2, Some(GIB), None)
+    };
+    for p in [&admitted, &waiting] {
+        let path = dir
+            .path()
+            .join(format!("{}-{}.json", p.guard.pid, p.guard.start_time));
+        std::fs::write(&path, serde_json::to_vec(p).unwrap()).unwrap();
+    }
+    let listed = super::line::places_at(dir.path(), |_| false, |_| true);
+    assert_eq!(listed, vec![admitted.clone()], "the job runs on: kept");
+    let listed = super::line::places_at(dir.path(), |_| false, |_| false);
+    assert!(listed.is_empty(), "its job ended: removed");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
