@@ -30,6 +30,12 @@ struct Shell {
 
 impl Shell {
     fn start() -> Shell {
+        Self::start_with(false)
+    }
+
+    /// An interactive bash whose guards put their jobs in cgroups of their own when
+    /// `own_cgroup` (root), else track their processes.
+    fn start_with(own_cgroup: bool) -> Shell {
         let (mut master, mut slave) = (0, 0);
         // SAFETY: openpty writes two fds into the locals; the other arguments may be null.
         let rc = unsafe {
@@ -49,7 +55,7 @@ impl Shell {
             .env("PS1", "$ ")
             .env("TERM", "dumb")
             .env("HEADROOM_HOME", test_home())
-            .env("HEADROOM_JOB_CGROUP", "off")
+            .env("HEADROOM_JOB_CGROUP", if own_cgroup { "on" } else { "off" })
             .env(
                 "PATH",
                 format!(
@@ -370,4 +376,138 @@ fn ctrl_z_also_suspends_members_in_other_sessions() {
 fn state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// The sleeps of a job whose leader has exited: one in a session of its own (setsid), one in
+/// a group of its own (setpgid), one in the leader's group; each a unique tag. (A shell
+/// starts its background commands with SIGINT and SIGQUIT ignored: `env` puts them back.)
+fn orphaned_members_job(tag: &str, n: u32) -> (String, [String; 3]) {
+    let tags = [1, 2, 3].map(|k| format!("30.{}{n}{k}", std::process::id()));
+    let [setsid, setpgid, group] = &tags;
+    let keys = "env --default-signal=INT,QUIT";
+    let script = format!(
+        "setsid {keys} sleep {setsid} & {keys} python3 -c \"import os,time; os.setpgid(0,0); time.sleep({setpgid})\" & {keys} sleep {group} & sleep 0.5; echo lea\"\"der-gone-{n}"
+    );
+    let line = format!(
+        r#"headroom guard --wait-free 0 -- sh -c '{}' {tag}; echo rc-{n}=$?"#,
+        script.replace('\'', r"'\''")
+    );
+    (line, tags)
+}
+
+/// The pids of the processes (not the shell's own lines) whose command line holds `tag`.
+fn pids_of(tag: &str) -> Vec<u32> {
+    live_with_tag(tag)
+        .into_iter()
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+            let name = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
+            name == b"sleep" || name.starts_with(b"python3")
+        })
+        .collect()
+}
+
+#[test]
+fn after_the_leader_exits_the_keys_reach_every_member_and_ctrl_z_suspends_the_guard() {
+    // The leader exits and leaves members in a session of their own, a group of their own
+    // and its own group. Ctrl-C and Ctrl-\ must reach each of them (not only the dead
+    // leader's group), Ctrl-Z must suspend the guard with its job and `fg` continue both,
+    // and the shell must get its prompt back. Both membership modes (a job cgroup as root).
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    for own_cgroup in [false, true] {
+        if own_cgroup && !root {
+            eprintln!("SKIPPED: the job's own cgroup needs root");
+            continue;
+        }
+        keys_after_the_leader_exits(own_cgroup);
+    }
+}
+
+fn keys_after_the_leader_exits(own_cgroup: bool) {
+    let mut sh = Shell::start_with(own_cgroup);
+    for (n, key, name) in [(1, "\x03", "ctrl-c"), (2, "\x1c", "ctrl-backslash")] {
+        let tag = tag(&format!("tty-orphans-{name}"));
+        let (line, tags) = orphaned_members_job(&tag, n);
+        sh.send(&line);
+        sh.send("\n");
+        assert!(
+            sh.wait_for(&format!("leader-gone-{n}"), Duration::from_secs(10)),
+            "{}",
+            sh.output()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let members: Vec<u32> = tags.iter().flat_map(|t| pids_of(t)).collect();
+        assert_eq!(members.len(), 3, "{}", processes());
+        let in_job_cgroup = members.iter().all(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cgroup"))
+                .is_ok_and(|c| c.contains("headroom-job-"))
+        });
+        assert_eq!(in_job_cgroup, own_cgroup, "membership mode");
+        sh.send(key);
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            members.iter().all(|&p| state(p).is_none_or(|s| s == 'Z'))
+        });
+        assert!(gone, "{name} did not reach every member:\n{}", processes());
+        assert!(
+            sh.wait_for(&format!("rc-{n}="), Duration::from_secs(15)),
+            "the guard did not end with its job: {}",
+            sh.output()
+        );
+    }
+    let tag = tag("tty-orphans-ctrl-z");
+    let (line, tags) = orphaned_members_job(&tag, 3);
+    sh.send(&line);
+    sh.send("\n");
+    assert!(
+        sh.wait_for("leader-gone-3", Duration::from_secs(10)),
+        "{}",
+        sh.output()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let members: Vec<u32> = tags.iter().flat_map(|t| pids_of(t)).collect();
+    assert_eq!(members.len(), 3, "{}", processes());
+    sh.send("\x1a");
+    assert!(
+        sh.wait_for("Stopped", Duration::from_secs(20)),
+        "the guard was not suspended: {}",
+        sh.output()
+    );
+    let held = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        members.iter().all(|&p| state(p) == Some('T'))
+    });
+    assert!(
+        held,
+        "members ran on while the guard was suspended:\n{}",
+        processes()
+    );
+    sh.send("fg\n");
+    let running = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        members.iter().all(|&p| state(p).is_some_and(|s| s != 'T'))
+    });
+    assert!(running, "fg did not continue the members:\n{}", processes());
+    std::thread::sleep(Duration::from_millis(300));
+    sh.send("\x03");
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        members.iter().all(|&p| state(p).is_none_or(|s| s == 'Z'))
+    });
+    for &pid in &members {
+        // SAFETY: kill has no memory-safety preconditions; the test's own sleeps.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert!(
+        gone,
+        "Ctrl-C after fg did not reach every member:\n{}",
+        processes()
+    );
+    assert!(
+        sh.wait_for("rc-3=", Duration::from_secs(15)),
+        "{}",
+        sh.output()
+    );
 }

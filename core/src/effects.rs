@@ -50,6 +50,11 @@ pub enum JobSignal {
     Terminate,
     /// SIGKILL, after the grace period.
     Kill,
+    /// SIGINT: the terminal's Ctrl-C, sent on to every member once the driver holds the
+    /// terminal for the job (its leader has exited).
+    Interrupt,
+    /// SIGQUIT: the terminal's Ctrl-\, sent on likewise.
+    Quit,
 }
 
 impl JobSignal {
@@ -59,6 +64,8 @@ impl JobSignal {
             JobSignal::Pause => "pause",
             JobSignal::Resume => "resume",
             JobSignal::Terminate | JobSignal::Kill => "stop",
+            JobSignal::Interrupt => "interrupt",
+            JobSignal::Quit => "quit",
         }
     }
 }

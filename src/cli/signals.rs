@@ -1,7 +1,10 @@
 //! The guard's own signals (INT, TERM, HUP, QUIT, counted; SIGCHLD only wakes the driver),
-//! as the driver's [`Interrupts`].
+//! as the driver's [`Interrupts`], and the terminal's keys for the job: SIGTSTP (Ctrl-Z)
+//! always, SIGINT and SIGQUIT once the driver holds the terminal for a job whose leader has
+//! exited (`Interrupts::keys_for_the_job`), kept in order for the driver.
 
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
@@ -17,6 +20,13 @@ pub struct Signals {
     count: Arc<AtomicUsize>,
     last: Arc<AtomicI32>,
     waker: Arc<Mutex<Option<Waker>>>,
+    /// SIGINT and SIGQUIT are keys for the job, not interrupts.
+    keys_for_the_job: Arc<AtomicBool>,
+    /// Keys not yet taken by the driver, oldest first.
+    keys: Arc<Mutex<VecDeque<i32>>>,
+    /// Adds SIGTSTP once the keys are the job's (until then Ctrl-Z stops the guard itself,
+    /// by its default action, as it should while it waits in line or holds a paused job).
+    handle: Option<signal_hook::iterator::Handle>,
 }
 
 impl std::fmt::Debug for Signals {
@@ -28,10 +38,10 @@ impl std::fmt::Debug for Signals {
 }
 
 impl Signals {
-    /// Catches SIGINT, SIGTERM, SIGHUP and SIGQUIT, except those ignored when we started
-    /// (they stay ignored, as `nohup` intends).
+    /// Catches SIGINT, SIGTERM, SIGHUP and SIGQUIT (and SIGTSTP once the keys are the
+    /// job's), except those ignored when we started (they stay ignored, as `nohup` intends).
     pub fn install() -> anyhow::Result<Self> {
-        let me = Signals::default();
+        let mut me = Signals::default();
         let wanted: Vec<i32> = [
             signals::SIGINT,
             signals::SIGTERM,
@@ -44,13 +54,21 @@ impl Signals {
         let mut sigs = signal_hook::iterator::Signals::new(&wanted)
             .and_then(|s| s.add_signal(signal_hook::consts::SIGCHLD).map(|()| s))
             .context("installing signal handlers")?;
+        me.handle = Some(sigs.handle());
         let (count, last) = (Arc::clone(&me.count), Arc::clone(&me.last));
         let waker = Arc::clone(&me.waker);
+        let keeper = me.clone();
         std::thread::Builder::new()
             .name("headroom-signals".into())
             .spawn(move || {
                 for sig in sigs.forever() {
-                    if sig != signal_hook::consts::SIGCHLD {
+                    if keeper.is_key(sig) {
+                        keeper
+                            .keys
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push_back(sig);
+                    } else if sig != signal_hook::consts::SIGCHLD {
                         last.store(sig, Ordering::SeqCst);
                         count.fetch_add(1, Ordering::SeqCst);
                     }
@@ -61,6 +79,15 @@ impl Signals {
             })
             .context("starting the signal thread")?;
         Ok(me)
+    }
+}
+
+impl Signals {
+    /// True when `sig` is a key for the job (see the module docs).
+    fn is_key(&self, sig: i32) -> bool {
+        sig == signals::SIGTSTP
+            || (self.keys_for_the_job.load(Ordering::SeqCst)
+                && (sig == signals::SIGINT || sig == signals::SIGQUIT))
     }
 }
 
@@ -75,5 +102,23 @@ impl Interrupts for Signals {
 
     fn on_signal(&self, wake: Waker) {
         *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(wake);
+    }
+
+    fn keys_for_the_job(&self) {
+        self.keys_for_the_job.store(true, Ordering::SeqCst);
+        if let Some(handle) = self.handle.as_ref() {
+            if !signals::is_ignored(signals::SIGTSTP) {
+                if let Err(e) = handle.add_signal(signals::SIGTSTP) {
+                    tracing::warn!(error = %e, "Ctrl-Z will stop the guard alone");
+                }
+            }
+        }
+    }
+
+    fn key(&self) -> Option<i32> {
+        self.keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
     }
 }

@@ -106,6 +106,7 @@ fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action
             Vec::new()
         }
         Input::Interrupt { signal, second } => engine.interrupt(job, signal, second, now),
+        Input::Key { key, signal } => engine.key(job, key, signal, now),
         Input::Ended(ended) => engine.end(job, ended, now),
     };
     (actions, None)
@@ -178,7 +179,6 @@ pub fn run(
     let job = engine.add(set.clone(), spec, swap_start, now);
     let mut sampler = sampler;
     sampler.track(&set);
-    let leader = spawned.as_ref().map(|s| s.leader);
     let terminal = spawned.as_ref().and_then(|s| s.terminal.clone());
     // (The job was just added: its view exists.)
     let view = Arc::new(engine.view(job).unwrap_or_default());
@@ -208,7 +208,6 @@ pub fn run(
         outputs,
         source.sampler.origin(),
         terminal,
-        leader,
         view,
     );
     effects.freeze_with(set.cgroup());

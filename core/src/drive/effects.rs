@@ -26,7 +26,6 @@ pub(super) struct LiveEffects<'a> {
     /// The sampler's clock's zero: events are dated on it.
     origin: Instant,
     terminal: Option<Terminal>,
-    leader: Option<u32>,
     /// The job as last seen, handed to the outputs with each update.
     view: Arc<JobView>,
     /// The job's own cgroup, where it has one: pause and resume freeze and thaw it.
@@ -42,7 +41,6 @@ impl<'a> LiveEffects<'a> {
         outputs: Outputs,
         origin: Instant,
         terminal: Option<Terminal>,
-        leader: Option<u32>,
         view: Arc<JobView>,
     ) -> Self {
         LiveEffects {
@@ -51,7 +49,6 @@ impl<'a> LiveEffects<'a> {
             outputs,
             origin,
             terminal,
-            leader,
             view,
             cgroup: None,
             run_dir: crate::paths::Dirs::current().run_dir(),
@@ -90,11 +87,14 @@ impl Effects for LiveEffects<'_> {
             signal,
         );
         // While paused, the driver holds the terminal: Ctrl-C reaches it and stops the job.
-        if let (Some(terminal), Some(leader)) = (&self.terminal, self.leader) {
+        // (Once the leader has exited the driver keeps the terminal: `give_to_job` keeps it.)
+        if let Some(terminal) = &self.terminal {
             let _ = match signal {
                 JobSignal::Pause => terminal.take_back(),
-                JobSignal::Resume => terminal.give_to(leader),
-                JobSignal::Terminate | JobSignal::Kill => Ok(()),
+                JobSignal::Resume => terminal.give_to_job(),
+                JobSignal::Terminate | JobSignal::Kill | JobSignal::Interrupt | JobSignal::Quit => {
+                    Ok(())
+                }
             };
         }
         report

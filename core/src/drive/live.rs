@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use super::peers::PeerBoard;
 use super::spawned::{Reaped, Spawned};
 use super::{Input, Interrupts, Reply, Source};
-use crate::counters::Counters;
+use crate::counters::{Counters, RunState};
 use crate::effects::JobSignal;
 use crate::enforce::{signal_each, Safety};
 use crate::engine::Moment;
@@ -72,6 +72,9 @@ impl Source for LiveSource<'_> {
             return input;
         }
         loop {
+            if let Some(input) = self.key() {
+                return input;
+            }
             if let Some(input) = self.interrupt() {
                 return input;
             }
@@ -136,17 +139,42 @@ fn requested(peer: u32, request: Request, reply: Reply) -> Input {
 }
 
 impl LiveSource<'_> {
-    /// The leader's exit, if it just exited (reaped here, the one place); a Ctrl-Z is
+    /// The leader's exit, if it just exited (reaped here, the one place): the driver then
+    /// holds the terminal for the job (its keys are sent on to every member). A Ctrl-Z is
     /// handled on the spot.
     fn reaped(&mut self) -> Option<Input> {
         loop {
-            match self.spawned.as_mut()?.reap()? {
+            let spawned = self.spawned.as_mut()?;
+            match spawned.reap()? {
                 Reaped::Exit(exit) => {
+                    if let Some(terminal) = &spawned.terminal {
+                        self.interrupts.keys_for_the_job();
+                        let _ = terminal.keep();
+                    }
                     self.check_now = true;
                     return Some(Input::LeaderExit(exit));
                 }
-                Reaped::TerminalStop => self.suspended(),
+                Reaped::TerminalStop if spawned.terminal.is_some() => self.suspended(),
+                // Stopped by someone else, outside a terminal: not ours to continue.
+                Reaped::TerminalStop => {}
             }
+        }
+    }
+
+    /// A key of the terminal the driver holds: Ctrl-Z suspends it with the job on the spot;
+    /// Ctrl-C and Ctrl-\ go to the engine.
+    fn key(&mut self) -> Option<Input> {
+        loop {
+            let signal = self.interrupts.key()?;
+            let key = match signal {
+                signals::SIGINT => JobSignal::Interrupt,
+                signals::SIGQUIT => JobSignal::Quit,
+                _ => {
+                    self.suspended();
+                    continue;
+                }
+            };
+            return Some(Input::Key { key, signal });
         }
     }
 
@@ -176,38 +204,49 @@ impl LiveSource<'_> {
         Some(Input::Interrupt { signal, second })
     }
 
-    /// Ctrl-Z stopped the job's foreground group, and the driver suspends with it, as a
-    /// shell job would. Members in other sessions (a `setsid` worker) get no SIGTSTP from
-    /// the terminal: they are paused first, so nothing of the job runs unguarded while the
-    /// driver is suspended, and continued with the rest on `fg` (or `bg`).
+    /// Ctrl-Z: the terminal stopped the job's foreground group (its leader), or reached the
+    /// driver itself (it holds the terminal while the job is paused, or once the leader has
+    /// exited), and the driver suspends with the job, as a shell job would. Members the
+    /// terminal did not stop (in other sessions or groups: a `setsid` worker) are paused
+    /// first, so nothing of the job runs unguarded while the driver is suspended, and
+    /// continued with the rest on `fg` (or `bg`); members already stopped (a pause of the
+    /// engine's) stay as they are. A watched process is not the driver's to pause.
     fn suspended(&mut self) {
         let Some(spawned) = self.spawned.as_ref() else {
+            jobctl::suspend_self();
             return;
         };
-        let Some(terminal) = &spawned.terminal else {
-            return; // stopped by someone else, outside a terminal: not ours to continue
-        };
-        let members: Vec<ProcessIdentity> = self
+        let running: Vec<ProcessIdentity> = self
             .members
             .discover(self.counters)
             .iter()
+            .filter(|m| m.state != RunState::Stopped)
             .map(|m| m.id)
             .collect();
         let held = signal_each(
             self.counters,
             &Kernel,
             self.safety,
-            &members,
+            &running,
             JobSignal::Pause,
         );
-        let _ = terminal.take_back();
-        jobctl::suspend_self();
-        // Continued: `fg` gave the terminal back to us (hand it to the job); `bg` did not.
-        if terminal.ours() {
-            let _ = terminal.give_to(spawned.leader);
+        let job_had_terminal = spawned.terminal.as_ref().is_some_and(|t| !t.ours());
+        if let Some(terminal) = &spawned.terminal {
+            let _ = terminal.take_back();
         }
-        // Job control, as a shell does it: the group the driver started.
-        let _ = signals::send_group(spawned.leader, SIGCONT);
+        jobctl::suspend_self();
+        // Continued: `fg` gave the terminal back to us (hand it to the job, if it had it);
+        // `bg` did not.
+        if let Some(terminal) = spawned.terminal.as_ref().filter(|t| t.ours()) {
+            if job_had_terminal {
+                let _ = terminal.give_to_job();
+            }
+        }
+        if spawned.exit.is_none() {
+            // Job control, as a shell does it: the group the driver started, while its
+            // leader lives (its id names no other group then).
+            let _ = signals::send_group(spawned.leader, SIGCONT);
+        }
         signal_each(
             self.counters,
             &Kernel,

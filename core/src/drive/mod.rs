@@ -23,7 +23,10 @@
 //! terminal: Ctrl-C, Ctrl-\ and Ctrl-Z reach the job, and Ctrl-Z suspends the driver with it
 //! (members in other sessions paused meanwhile) until `fg` (or `bg`) continues all. While
 //! the engine has paused the job the driver holds the terminal itself, so Ctrl-C reaches the
-//! driver and stops the job.
+//! driver and stops the job. Once the leader has exited the driver takes the terminal back
+//! for good (its group may be gone, or hold a few members only): Ctrl-C and Ctrl-\ are then
+//! sent on to every member (under `enforce`'s rules), and Ctrl-Z suspends the driver with
+//! the job as before.
 //!
 //! Files: this one holds the types the loop and its parts share; `driver.rs` the loop and
 //! the live driver's set-up; `live.rs` the live source;
@@ -74,6 +77,14 @@ pub trait Interrupts {
     /// Calls `wake` on every signal from now on (an interrupt, and SIGCHLD: a child of the
     /// driver exited or stopped), so the driver needs no polling.
     fn on_signal(&self, _wake: Box<dyn Fn() + Send + Sync>) {}
+    /// From now on SIGINT and SIGQUIT are the terminal's keys for the job, kept for
+    /// [`Interrupts::key`] rather than counted as interrupts: the driver holds the terminal
+    /// for a job whose leader has exited. (SIGTSTP, Ctrl-Z, always is one.)
+    fn keys_for_the_job(&self) {}
+    /// The next key kept for the job (SIGINT, SIGQUIT or SIGTSTP), if any.
+    fn key(&self) -> Option<i32> {
+        None
+    }
 }
 
 /// The next thing a job's loop must take in.
@@ -130,6 +141,14 @@ pub enum Input {
     },
     /// The source has nothing more (a recorded trace ran out): the job ends as `EndReason`.
     Ended(EndReason),
+    /// A key of the terminal the driver holds for the job (its leader has exited): Ctrl-C
+    /// ([`JobSignal::Interrupt`]) or Ctrl-\ ([`JobSignal::Quit`]), `signal` its number.
+    Key {
+        /// What it asks of the job.
+        key: crate::effects::JobSignal,
+        /// The signal the driver received.
+        signal: i32,
+    },
 }
 
 /// Where a job's inputs come from: the live counters and processes, or a recorded trace.

@@ -20,7 +20,7 @@ use crate::counters::{CounterSource, JobCgroup, ProcessInfo};
 use crate::effects::{JobSignal, Refused, SignalReport, StopReport};
 use crate::members::MemberSet;
 use crate::process::{ancestors, ProcessIdentity};
-use crate::unix::signals::{self, SendSignal, SIGCONT, SIGKILL, SIGSTOP, SIGTERM};
+use crate::unix::signals::{self, SendSignal, SIGCONT, SIGINT, SIGKILL, SIGQUIT, SIGSTOP, SIGTERM};
 
 const POLL: Duration = Duration::from_millis(20);
 /// How long to wait for processes to vanish after SIGKILL.
@@ -137,6 +137,8 @@ fn signal_numbers(signal: JobSignal) -> &'static [i32] {
         // A stopped process keeps SIGTERM pending until it is continued.
         JobSignal::Terminate => &[SIGTERM, SIGCONT],
         JobSignal::Kill => &[SIGKILL],
+        JobSignal::Interrupt => &[SIGINT],
+        JobSignal::Quit => &[SIGQUIT],
     }
 }
 
@@ -263,6 +265,7 @@ fn by_freezer(
         }
         JobSignal::Resume => set_frozen(cgroup, false),
         JobSignal::Terminate | JobSignal::Kill => thaw_all(cgroup),
+        JobSignal::Interrupt | JobSignal::Quit => return None,
     };
     match thawed {
         Ok(()) => tracing::warn!(cgroup = %cgroup.path, "thawed the job's cgroup"),

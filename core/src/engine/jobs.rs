@@ -217,6 +217,31 @@ impl Engine {
         actions
     }
 
+    /// A key of the terminal for job `id` at `at` (Ctrl-C: [`JobSignal::Interrupt`], Ctrl-\:
+    /// [`JobSignal::Quit`]; `signal` its number), once the driver holds the terminal for the
+    /// job (its leader has exited): sent on to every member of a running job, as a terminal
+    /// sends it to its foreground job; on a job paused or being stopped it is the driver's
+    /// interrupt ([`Engine::interrupt`]: a stop, SIGKILL at once on the next).
+    pub fn key(&mut self, id: u64, key: JobSignal, signal: i32, at: Moment) -> Vec<Action> {
+        let Some(job) = self.job_mut(id) else {
+            return Vec::new();
+        };
+        job.saw(at);
+        match job.phase {
+            Phase::Running => {
+                let members = job.seen.iter().map(|m| m.id).collect();
+                vec![Action::Signal {
+                    job_id: id,
+                    signal: key,
+                    members,
+                }]
+            }
+            Phase::Paused(_) => self.interrupt(id, signal, false, at),
+            Phase::Stopping(_) => self.interrupt(id, signal, true, at),
+            Phase::Ended => Vec::new(),
+        }
+    }
+
     /// What carrying out a [`Action::Signal`] of job `id` did, at `at`; returns what follows
     /// (a warning for members the safety rules refused).
     pub fn signalled(

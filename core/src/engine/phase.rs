@@ -187,7 +187,7 @@ impl StopPhase {
         match signal {
             JobSignal::Terminate => self.report.terminated.extend(pids),
             JobSignal::Kill => self.report.killed.extend(pids),
-            JobSignal::Pause | JobSignal::Resume => {}
+            JobSignal::Pause | JobSignal::Resume | JobSignal::Interrupt | JobSignal::Quit => {}
         }
     }
 

@@ -1054,3 +1054,33 @@ fn a_macs_run_is_measured_by_the_rise_of_memory_in_use_also_after_a_restart() {
     assert_eq!(verdict.in_use_rise_bytes, Some(15 << 30));
     assert_eq!(verdict.lowest_free_percent, Some(62.5));
 }
+
+#[test]
+fn a_terminal_key_goes_to_every_member_of_a_running_job_and_stops_a_paused_one() {
+    // Once the driver holds the terminal for a job whose leader has exited: Ctrl-C is sent
+    // on to every member the last check saw; on a paused job it is the driver's interrupt.
+    let (leader, setsid) = (id(85), id(86));
+    let mut jobs = Engine::default();
+    let owned = JobSpec {
+        owned: true,
+        ..spec("x", JobMode::Guard, pausing(8 << 30, 3, None))
+    };
+    let job = jobs.add(set(leader), owned, 0, moment(0));
+    jobs.on_sample(&at(1, 0, 50.0, leader, &[running(setsid)]));
+    let a = jobs.key(job, JobSignal::Interrupt, 2, moment(600));
+    assert_eq!(
+        signal_of(&a),
+        Some((JobSignal::Interrupt, vec![86])),
+        "{a:?}"
+    );
+    assert!(!jobs.is_paused(job), "a key is no pause");
+    jobs.request(job, Control::Pause, moment(700)).unwrap();
+    reached(&mut jobs, job, JobSignal::Pause, &[setsid]);
+    let a = jobs.key(job, JobSignal::Quit, 3, moment(800));
+    assert_eq!(
+        signal_of(&a),
+        Some((JobSignal::Terminate, vec![86])),
+        "{a:?}"
+    );
+    assert_eq!(jobs.status(job), Some(JobStatus::Stopping));
+}

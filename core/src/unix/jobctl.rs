@@ -9,6 +9,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
 /// What `waitpid` said about one child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,11 +69,14 @@ pub fn reap_any() -> io::Result<Option<(u32, ChildStatus)>> {
 }
 
 /// The controlling terminal on standard input, while this process group has its foreground.
+/// Clones share which group is the job's ([`Terminal::give_to_job`]).
 #[derive(Debug, Clone)]
 pub struct Terminal {
     fd: RawFd,
     our_pgid: libc::pid_t,
     saved: Option<libc::termios>,
+    /// The job's process group while it may have the foreground (its leader lives); 0 after.
+    job: Arc<AtomicI32>,
 }
 
 impl Terminal {
@@ -92,6 +97,7 @@ impl Terminal {
             fd,
             our_pgid: ours,
             saved,
+            job: Arc::new(AtomicI32::new(0)),
         })
     }
 
@@ -112,10 +118,28 @@ impl Terminal {
         }
     }
 
-    /// Gives the foreground to group `pgid` (the job).
+    /// Gives the foreground to group `pgid`, the job's (its leader's), from now on the group
+    /// [`Terminal::give_to_job`] gives it to.
     pub fn give_to(&self, pgid: u32) -> io::Result<()> {
         let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::ErrorKind::InvalidInput)?;
+        self.job.store(pgid, Ordering::SeqCst);
         self.set_foreground(pgid)
+    }
+
+    /// Gives the foreground back to the job's group, while there is one; after
+    /// [`Terminal::keep`] it stays ours.
+    pub fn give_to_job(&self) -> io::Result<()> {
+        match self.job.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            pgid => self.set_foreground(pgid),
+        }
+    }
+
+    /// Takes the foreground back for good (the job's leader has exited: the keys are the
+    /// driver's now, which sends them on to every member).
+    pub fn keep(&self) -> io::Result<()> {
+        self.job.store(0, Ordering::SeqCst);
+        self.take_back()
     }
 
     /// Takes the foreground back for our own group.
@@ -155,9 +179,21 @@ impl Terminal {
     }
 }
 
-/// Stops this process as Ctrl-Z would (SIGTSTP); returns once it is continued (`fg`, `bg`).
-/// In an orphaned process group the kernel discards the signal and this returns at once.
+/// Stops this process as Ctrl-Z would (SIGTSTP, its default action for the time of it,
+/// whatever handler catches it); returns once it is continued (`fg`, `bg`). In an orphaned
+/// process group the kernel discards the signal and this returns at once.
 pub fn suspend_self() {
-    // SAFETY: raise takes a signal number; the default action stops the process.
-    unsafe { libc::raise(libc::SIGTSTP) };
+    // SAFETY: sigaction reads and writes the two sigaction structs, locals here (zeroed is a
+    // valid sigaction: no handler, an empty mask, no flags); raise takes a signal number.
+    // The handler in place before is put back once we are continued.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        let mut old: libc::sigaction = std::mem::zeroed();
+        let swapped = libc::sigaction(libc::SIGTSTP, &default, &mut old) == 0;
+        libc::raise(libc::SIGTSTP);
+        if swapped {
+            libc::sigaction(libc::SIGTSTP, &old, std::ptr::null_mut());
+        }
+    }
 }
