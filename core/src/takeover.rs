@@ -275,13 +275,12 @@ impl<'a> Taking<'a> {
     fn finish(self, jobs_dir: &Path, file: &JobFile, control: Control, done: bool) -> TakenOver {
         let survivors = self.survivors(control, done);
         let stopped = done && control == Control::Stop;
-        let mut cgroup_left = None;
-        #[cfg(target_os = "linux")]
-        if let Some(cgroup) = self.effects.cgroup.as_ref().filter(|_| stopped) {
-            if !crate::unix::cgroup::remove(cgroup, crate::unix::cgroup::REMOVE_WAIT) {
-                cgroup_left = Some(format!("cannot remove its cgroup {}", cgroup.path));
-            }
-        }
+        let cgroup_left = self
+            .effects
+            .cgroup
+            .as_ref()
+            .filter(|_| stopped)
+            .and_then(remove_cgroup);
         let view = self.engine.view(self.job).unwrap_or_default();
         let now_ms = unix_ms(SystemTime::now());
         let paused = !self.last.is_empty() && self.last.iter().all(|m| held(m.state));
@@ -321,6 +320,18 @@ impl<'a> Taking<'a> {
             cgroup_left,
         }
     }
+}
+
+/// Removes the cgroup of a job stopped whole (its guard would have); why not, if it could
+/// not.
+fn remove_cgroup(cgroup: &JobCgroup) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    if !crate::unix::cgroup::remove(cgroup, crate::unix::cgroup::REMOVE_WAIT) {
+        return Some(format!("cannot remove its cgroup {}", cgroup.path));
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cgroup;
+    None
 }
 
 /// A process that runs none of its code: stopped (frozen), or on its way out.
