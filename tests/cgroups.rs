@@ -934,7 +934,8 @@ fn a_nested_guards_job_is_the_outer_jobs_too() {
     // stops them (they ignore SIGTERM: only the outer's SIGKILL ends them, before the inner
     // guard's own grace is over), and leaves no cgroup behind. Both membership modes.
     use support::guard::{
-        control, job_file_members, leader_of, members, sleep_tag, Guard, Leftovers, WAIT,
+        control, job_file_members, leader_of, members, sleep_tag, Guard, Leftovers, QUICK_GUARD,
+        WAIT,
     };
     use support::{cgroup_dirs_of, cgroup_frozen, proc_state, wait_until};
     let Some(_lock) = real_swap_lock() else {
@@ -944,26 +945,10 @@ fn a_nested_guards_job_is_the_outer_jobs_too() {
     for (n, own_cgroup) in [true, false].into_iter().enumerate() {
         let tag = sleep_tag(45 + n as u32);
         let script = format!("trap '' TERM; sleep {tag} & sleep {tag} & wait");
-        let args = [
-            "guard",
-            "--wait-free",
-            "0",
-            "--poll",
-            "0.2s",
-            "--grace",
-            "1s",
-            "--",
-            bin.to_str().unwrap(),
-            "guard",
-            "--wait-free",
-            "0",
-            "--poll",
-            "0.2s",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ];
+        let mut args = QUICK_GUARD.to_vec();
+        args.extend(["--", bin.to_str().unwrap()]);
+        args.extend(["guard", "--wait-free", "0", "--poll", "0.2s", "--"]);
+        args.extend(["sh", "-c", &script]);
         let mut outer = if own_cgroup {
             Guard::start_in_own_cgroup(&args, &format!("nested-{n}"))
         } else {

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::MutexGuard;
 use std::time::Duration;
 
-use support::guard::{control, leader_of, members, sleep_tag, Guard, Leftovers, WAIT};
+use support::guard::{control, leader_of, members, sleep_tag, Guard, Leftovers, QUICK_GUARD, WAIT};
 use support::{
     cgroup_dirs_of, cgroup_frozen, headroom, proc_state, real_swap_lock, run_to_files, wait_until,
 };
@@ -41,19 +41,8 @@ fn modes() -> (Vec<Mode>, Option<MutexGuard<'static, ()>>) {
 
 /// A guard over `sh -c SCRIPT` in `mode`, checked every 0.2 s, 1 s of grace.
 fn guard(mode: Mode, script: &str, name: &str) -> Guard {
-    let args = [
-        "guard",
-        "--wait-free",
-        "0",
-        "--poll",
-        "0.2s",
-        "--grace",
-        "1s",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ];
+    let mut args = QUICK_GUARD.to_vec();
+    args.extend(["--", "sh", "-c", script]);
     match mode {
         Mode::Cgroup => Guard::start_in_own_cgroup(&args, name),
         Mode::Processes => Guard::start(&args, name),

@@ -20,21 +20,13 @@ use std::time::{Duration, Instant};
 
 use support::guard::{
     all_in_state, continue_from_outside, control, leader_of, members, none_stopped, sleep_tag,
-    socket_of, Guard, WAIT,
+    socket_of, Guard, QUICK_GUARD, WAIT,
 };
 use support::{headroom, live_with_tag, proc_state, run_to_files, test_home, wait_until};
 
 /// A guard over `sh -c SCRIPT` that never starts late and never stops by itself.
 fn guard_script(script: &str, extra: &[&str], name: &str) -> Guard {
-    let mut args = vec![
-        "guard",
-        "--wait-free",
-        "0",
-        "--poll",
-        "0.2s",
-        "--grace",
-        "1s",
-    ];
+    let mut args = QUICK_GUARD.to_vec();
     args.extend(extra);
     args.extend(["--", "sh", "-c", script]);
     Guard::start(&args, name)

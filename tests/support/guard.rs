@@ -12,6 +12,18 @@ use super::{headroom, live_with_tag, proc_state, run_to_files, test_home, wait_u
 /// How long a guard test waits for anything.
 pub const WAIT: Duration = Duration::from_secs(15);
 
+/// `headroom guard` that never starts late, checks every 0.2 s and gives 1 s of grace (the
+/// command and any other flags follow).
+pub const QUICK_GUARD: [&str; 7] = [
+    "guard",
+    "--wait-free",
+    "0",
+    "--poll",
+    "0.2s",
+    "--grace",
+    "1s",
+];
+
 /// A guard in the background; killed (SIGKILL) when dropped.
 pub struct Guard {
     pub child: Child,

@@ -544,19 +544,7 @@ fn a_paused_job_continued_from_outside_runs_under_its_budget_again() {
     );
     // `kill -CONT` from outside: it runs again, the budget it passed applies at once.
     let a = jobs.on_sample(&sample(3, 160 * MIB, leader, true));
-    assert!(
-        has(&a, |x| matches!(
-            x,
-            Action::Notify {
-                event: JobEvent::RunsAgain {
-                    continued: true,
-                    ..
-                },
-                ..
-            }
-        )),
-        "{a:?}"
-    );
+    assert!(continued_from_outside(&a), "{a:?}");
     assert_eq!(
         signal_of(&a).map(|s| s.0),
         Some(JobSignal::Pause),
@@ -610,9 +598,26 @@ fn a_paused_job_killed_from_outside_is_not_one_that_runs_again() {
     );
 }
 
-#[test]
-fn a_sigstop_never_seen_taking_effect_counts_as_continued() {
-    let leader = id(83);
+/// True when `actions` say a paused job runs again, continued from outside.
+fn continued_from_outside(actions: &[Action]) -> bool {
+    has(actions, |x| {
+        matches!(
+            x,
+            Action::Notify {
+                event: JobEvent::RunsAgain {
+                    continued: true,
+                    ..
+                },
+                ..
+            }
+        )
+    })
+}
+
+/// A one-process guarded job (pid `pid`) that pauses at its budget, paused on request at
+/// 500 ms: SIGSTOP reached it, no check has seen it stopped yet.
+fn paused_on_request(pid: u32) -> (Engine, u64, ProcessIdentity) {
+    let leader = id(pid);
     let mut jobs = Engine::default();
     let job = jobs.add(
         set(leader),
@@ -623,6 +628,12 @@ fn a_sigstop_never_seen_taking_effect_counts_as_continued() {
     jobs.on_sample(&sample(0, 0, leader, true));
     jobs.request(job, Control::Pause, moment(500)).unwrap();
     reached(&mut jobs, job, JobSignal::Pause, &[leader]);
+    (jobs, job, leader)
+}
+
+#[test]
+fn a_sigstop_never_seen_taking_effect_counts_as_continued() {
+    let (mut jobs, job, leader) = paused_on_request(83);
     // Waiting in the kernel (D) half a second later, then once more: SIGSTOP takes effect
     // only once it leaves the wait; it goes again.
     let waiting = Member {
@@ -640,16 +651,7 @@ fn a_sigstop_never_seen_taking_effect_counts_as_continued() {
     );
     // Running a whole second after it: continued before any check saw it stopped.
     let a = jobs.on_sample(&sample(4, 0, leader, true));
-    assert!(
-        has(&a, |x| matches!(
-            x,
-            Action::Notify {
-                event: JobEvent::RunsAgain { .. },
-                ..
-            }
-        )),
-        "{a:?}"
-    );
+    assert!(continued_from_outside(&a), "{a:?}");
     assert!(!jobs.is_paused(job));
 }
 
@@ -659,35 +661,13 @@ fn a_member_running_at_two_checks_after_its_sigstop_was_continued() {
     // at the check after its SIGSTOP is sent it again, and seen running at the next (here
     // 100 ms after the first, far less than PAUSE_SETTLE) it was continued from outside in
     // between: the pause does not hold, its budget applies.
-    let leader = id(84);
-    let mut jobs = Engine::default();
-    let job = jobs.add(
-        set(leader),
-        spec("x", JobMode::Guard, pausing(8 << 30, 3, None)),
-        0,
-        moment(0),
-    );
-    jobs.on_sample(&sample(0, 0, leader, true));
-    jobs.request(job, Control::Pause, moment(500)).unwrap();
-    reached(&mut jobs, job, JobSignal::Pause, &[leader]);
+    let (mut jobs, job, leader) = paused_on_request(84);
     let a = jobs.on_sample(&at_ms(1, 550, 0, 50.0, leader, &[running(leader)]));
     assert_eq!(signal_of(&a).map(|s| s.0), Some(JobSignal::Pause), "{a:?}");
     reached(&mut jobs, job, JobSignal::Pause, &[leader]);
     assert!(jobs.is_paused(job));
     let a = jobs.on_sample(&at_ms(2, 600, 0, 50.0, leader, &[running(leader)]));
-    assert!(
-        has(&a, |x| matches!(
-            x,
-            Action::Notify {
-                event: JobEvent::RunsAgain {
-                    continued: true,
-                    ..
-                },
-                ..
-            }
-        )),
-        "{a:?}"
-    );
+    assert!(continued_from_outside(&a), "{a:?}");
     assert!(!jobs.is_paused(job));
 }
 
