@@ -122,6 +122,12 @@ impl Members {
         self
     }
 
+    /// The mark the guard `guard` gives the command it starts ([`Members::with_mark`]): its
+    /// identity, `PID.START`; whoever takes the job over after the guard is gone looks for it.
+    pub fn mark_of(guard: ProcessIdentity) -> String {
+        format!("{}.{}", guard.pid, guard.start_time)
+    }
+
     /// The job's command carries `mark` in its environment ([`crate::counters::JOB_MARK_ENV`]):
     /// where the OS tracks lineage, a process started after the job that carries it is a
     /// member, however it was re-parented.

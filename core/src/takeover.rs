@@ -5,7 +5,7 @@
 //! The job is what its processes are now, not what its guard last wrote: its own cgroup
 //! where its file names one (its processes and those of the cgroups beneath it, frozen and
 //! thawed by the freezer), else the members its file lists and, from then on, everything they
-//! fork (a complete, fresh look at every check). It is taken up by an [`Engine`] as paused
+//! fork (a complete, fresh look at every check; on macOS also what carries the job's mark). It is taken up by an [`Engine`] as paused
 //! when every process is stopped, else as running, and driven through its checks until the
 //! request holds or clearly cannot:
 //!
@@ -71,6 +71,11 @@ pub fn take_over(
 ) -> Result<TakenOver, RequestError> {
     let cgroup = file.job_cgroup().cloned();
     let mut members = Members::taken_over(file.identity(), &file.members);
+    if let Some(guard) = file.guard {
+        // Where the OS tracks lineage (macOS), what the job forked and re-parented is found
+        // by the mark its guard gave it.
+        members = members.with_mark(Members::mark_of(guard));
+    }
     if let Some(cgroup) = cgroup.clone() {
         members = members.in_cgroup(cgroup);
     }

@@ -69,9 +69,9 @@ impl Spawned {
 /// The mark this guard gives the command it starts (see `members.rs`): its own identity,
 /// `PID.START`.
 fn own_mark(counters: &impl CounterSource) -> String {
-    let me = std::process::id();
-    let start = counters.start_time(me).unwrap_or(0);
-    format!("{me}.{start}")
+    let pid = std::process::id();
+    let start_time = counters.start_time(pid).unwrap_or(0);
+    Members::mark_of(ProcessIdentity { pid, start_time })
 }
 
 /// The value of [`JOB_MARK_ENV`] for the command: the marks it inherited (a guard inside a
