@@ -7,7 +7,10 @@
 //! has descendants to stop; `--delay` waits before allocating; `--tag` only marks the command
 //! line so tests can find every hog they started; `--term-file PATH` writes the wall-clock
 //! time (Unix nanoseconds) at which SIGTERM arrived to PATH, then exits 143 (for the
-//! reaction-time benchmark). Touching every page
+//! reaction-time benchmark); `--main-exits-first SECONDS` ends the main thread once the
+//! memory is held, while a second thread holds on for SECONDS and then exits the process
+//! with status 7 (the main thread a zombie meanwhile, as in a multi-threaded program's
+//! `exit_group`, only longer). Touching every page
 //! makes the memory resident; under a memory cgroup limit the kernel then swaps it out while
 //! the hog's footprint stays near the limit (the footprint illusion).
 
@@ -78,6 +81,9 @@ fn main() -> ExitCode {
         held.push(chunk);
     }
     eprintln!("hog: holding {} MiB in pid {}", chunks, std::process::id());
+    if let Some(seconds) = flag("--main-exits-first") {
+        main_exits_first(held, Duration::from_secs(seconds));
+    }
     let hold = flag("--hold").map_or(Duration::MAX, Duration::from_secs);
     std::thread::sleep(hold);
     std::hint::black_box(&held);
@@ -86,6 +92,25 @@ fn main() -> ExitCode {
         let _ = child.wait();
     }
     ExitCode::SUCCESS
+}
+
+/// Ends the main thread; a second thread holds `held` for `hold`, then exits the process
+/// with status 7. (Linux: `SYS_exit` ends the calling thread alone, with no unwinding; a
+/// `pthread_exit` would unwind into Rust's `main`. Elsewhere the main thread waits.)
+fn main_exits_first(held: Vec<Vec<u8>>, hold: Duration) -> ! {
+    let worker = std::thread::spawn(move || {
+        std::thread::sleep(hold);
+        std::hint::black_box(&held);
+        std::process::exit(7);
+    });
+    #[cfg(target_os = "linux")]
+    // SAFETY: SYS_exit ends only the calling (main) thread; the process lives on in the
+    // worker, which owns everything it uses and ends the process.
+    unsafe {
+        libc::syscall(libc::SYS_exit, 0);
+    }
+    let _ = worker.join();
+    std::process::exit(7)
 }
 
 /// On SIGTERM, writes the time it arrived to `path` and exits 143.

@@ -360,3 +360,42 @@ fn the_command_reference_documents_every_flag_and_command() {
         }
     }
 }
+
+#[test]
+fn a_job_whose_main_thread_exits_first_runs_until_its_last_thread_and_keeps_its_status() {
+    // The main thread of a multi-threaded program can end before the others (and does, for
+    // a moment, in every multi-threaded exit): /proc shows the process as a zombie while its
+    // other threads run. It is still running; its exit status comes when the last thread
+    // ends. Both membership modes: its own cgroup (as root) and by processes.
+    let hog = support::hog_path().display().to_string();
+    for cgroup in ["on", "off"] {
+        let started = Instant::now();
+        let out = headroom()
+            .env("HEADROOM_JOB_CGROUP", cgroup)
+            .args([
+                "guard",
+                "--wait-free",
+                "0",
+                "--poll",
+                "0.2s",
+                "--json",
+                "--",
+            ])
+            .args([hog.as_str(), "8M", "--main-exits-first", "2"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(7), "cgroup {cgroup}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v["verdict"]["ended"],
+            serde_json::json!({"kind": "exited", "code": 7}),
+            "cgroup {cgroup}: not vanished"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_secs(2),
+            "guarded until its last thread ended"
+        );
+    }
+}

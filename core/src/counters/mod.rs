@@ -450,11 +450,15 @@ impl RunState {
         }
     }
 
-    /// A Linux `/proc/PID/stat` state letter with its `flags` (field 9): `PF_EXITING`
-    /// (0x4, `linux/sched.h`) is exiting until it is a zombie, whatever the letter (a
-    /// killed process freeing its memory shows `R` or `D`).
-    pub fn from_linux_stat(letter: u8, flags: u64) -> Self {
+    /// A Linux `/proc/PID/stat` state letter with its `flags` (field 9) and `num_threads`
+    /// (field 20): `PF_EXITING` (0x4, `linux/sched.h`) is exiting until it is a zombie,
+    /// whatever the letter (a killed process freeing its memory shows `R` or `D`). A zombie
+    /// with other threads is not dead either: its main thread has exited and the others are
+    /// still running or exiting (a multi-threaded program in `exit_group`, whose exit status
+    /// comes only once every thread is gone): exiting.
+    pub fn from_linux_stat(letter: u8, flags: u64, threads: u32) -> Self {
         match RunState::from_linux(letter) {
+            RunState::Dead if threads > 1 => RunState::Exiting,
             RunState::Dead => RunState::Dead,
             _ if flags & LINUX_PF_EXITING != 0 => RunState::Exiting,
             run => run,
@@ -569,12 +573,16 @@ mod tests {
                 "{status} {flags:#x}"
             );
         }
-        assert_eq!(RunState::from_linux_stat(b'R', 0x4), RunState::Exiting);
-        assert_eq!(RunState::from_linux_stat(b'Z', 0x4), RunState::Dead);
-        assert_eq!(RunState::from_linux_stat(b'T', 0x400000), RunState::Stopped);
-        assert_eq!(RunState::from_linux_stat(b'S', 0), RunState::Running);
-        assert_eq!(RunState::from_linux_stat(b'D', 0), RunState::Waiting);
-        assert_eq!(RunState::from_linux_stat(b'D', 0x4), RunState::Exiting);
+        assert_eq!(RunState::from_linux_stat(b'R', 0x4, 1), RunState::Exiting);
+        assert_eq!(RunState::from_linux_stat(b'Z', 0x4, 1), RunState::Dead);
+        assert_eq!(RunState::from_linux_stat(b'Z', 0x4, 3), RunState::Exiting);
+        assert_eq!(
+            RunState::from_linux_stat(b'T', 0x400000, 2),
+            RunState::Stopped
+        );
+        assert_eq!(RunState::from_linux_stat(b'S', 0, 1), RunState::Running);
+        assert_eq!(RunState::from_linux_stat(b'D', 0, 1), RunState::Waiting);
+        assert_eq!(RunState::from_linux_stat(b'D', 0x4, 1), RunState::Exiting);
     }
 
     #[test]

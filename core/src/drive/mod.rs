@@ -142,7 +142,7 @@ pub enum Input {
     /// The source has nothing more (a recorded trace ran out): the job ends as `EndReason`.
     Ended(EndReason),
     /// A key of the terminal the driver holds for the job (its leader has exited): Ctrl-C
-    /// ([`JobSignal::Interrupt`]) or Ctrl-\ ([`JobSignal::Quit`]), `signal` its number.
+    /// ([`JobSignal::Interrupt`](crate::effects::JobSignal::Interrupt)) or Ctrl-\ ([`JobSignal::Quit`](crate::effects::JobSignal::Quit)), `signal` its number.
     Key {
         /// What it asks of the job.
         key: crate::effects::JobSignal,

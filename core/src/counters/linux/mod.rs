@@ -168,13 +168,32 @@ impl Counters {
         })
     }
 
-    /// `/proc/PID/stat` of a process that has not exited (a zombie is `Gone`).
+    /// `/proc/PID/stat` of a process that has not exited (a zombie whose threads are all
+    /// gone is `Gone`; one whose main thread ended first lives on in its other threads).
     fn live_stat(&self, pid: u32) -> Result<Stat> {
         let stat = self.stat(pid)?;
-        if is_dead(stat.state) {
+        if is_dead(stat.state) && stat.threads <= 1 {
             return Err(CounterError::Gone { pid });
         }
         Ok(stat)
+    }
+
+    /// The memory of process `pid` whose main thread has ended: a live thread's status
+    /// (`/proc/PID/task/TID/status`) holds the process's memory; `Gone` once none is left.
+    fn live_thread_memory(&self, pid: u32) -> Result<ProcessMemory> {
+        let tasks = self.pid_path(pid, "task");
+        let gone = || CounterError::Gone { pid };
+        let entries = std::fs::read_dir(&tasks).map_err(|_| gone())?;
+        for tid in entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+            let path = tasks.join(tid.to_string()).join("status");
+            let Ok(status) = with_file(&path, Some(pid), |b| Ok(parse_status(b))) else {
+                continue;
+            };
+            if !is_dead(status.state) {
+                return Ok(status.memory(pid));
+            }
+        }
+        Err(gone())
     }
 
     /// Fallback for kernels without `children` files: every process whose parent is `pid`.
@@ -344,7 +363,7 @@ impl CounterSource for Counters {
         let stat = self.stat(pid)?;
         Ok(ProcessState {
             start_time: stat.start_ticks,
-            run: RunState::from_linux_stat(stat.state, stat.flags),
+            run: RunState::from_linux_stat(stat.state, stat.flags, stat.threads),
         })
     }
 
@@ -363,8 +382,13 @@ impl CounterSource for Counters {
         let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
             Ok(parse_status(b))
         })?;
-        if is_dead(status.state) {
+        if status.exited() {
             return Err(CounterError::Gone { pid });
+        }
+        if is_dead(status.state) {
+            // Its main thread ended first: the memory is the other threads' (the leader's
+            // status has none).
+            return self.live_thread_memory(pid);
         }
         Ok(status.memory(pid))
     }
@@ -378,7 +402,7 @@ impl CounterSource for Counters {
             path.push(pid.to_string());
             path.push("status");
             match with_file(&path, Some(pid), |b| Ok(parse_status(b))) {
-                Ok(status) if is_dead(status.state) => {}
+                Ok(status) if status.exited() => {}
                 Ok(status) => rows.push(FootprintRow {
                     pid,
                     ppid: status.ppid,

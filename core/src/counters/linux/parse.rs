@@ -119,9 +119,17 @@ pub(super) struct Status {
     pub(super) anon_kib: u64,
     pub(super) shmem_kib: u64,
     pub(super) swap_kib: Option<u64>,
+    /// `Threads`: the process's threads (a zombie leader with more than one is still alive).
+    pub(super) threads: u32,
 }
 
 impl Status {
+    /// True when the process has exited: a zombie whose threads are all gone (a zombie
+    /// leader with live threads is a process whose main thread ended first).
+    pub(super) fn exited(&self) -> bool {
+        is_dead(self.state) && self.threads <= 1
+    }
+
     pub(super) fn memory(&self, pid: u32) -> ProcessMemory {
         ProcessMemory {
             pid,
@@ -153,8 +161,11 @@ pub(super) fn parse_status(bytes: &[u8]) -> Status {
             b"VmRSS" => s.rss_kib = parse_kv_u64(rest).unwrap_or(0),
             b"RssAnon" => s.anon_kib = parse_kv_u64(rest).unwrap_or(0),
             b"RssShmem" => s.shmem_kib = parse_kv_u64(rest).unwrap_or(0),
-            b"VmSwap" => {
-                s.swap_kib = parse_kv_u64(rest);
+            b"VmSwap" => s.swap_kib = parse_kv_u64(rest),
+            b"Threads" => {
+                s.threads = parse_kv_u64(rest)
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(1);
                 break; // the last field we use
             }
             _ => {}
@@ -171,6 +182,8 @@ pub(super) struct Stat {
     pub(super) pgrp: u32,
     /// The `flags` field (`PF_*`).
     pub(super) flags: u64,
+    /// `num_threads` (field 20).
+    pub(super) threads: u32,
     pub(super) start_ticks: u64,
 }
 
@@ -190,6 +203,7 @@ pub(super) fn parse_stat(bytes: &[u8]) -> Option<Stat> {
         ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
         flags: fields.get(6)?.parse().ok()?,
+        threads: fields.get(17)?.parse().ok()?,
         start_ticks: fields.get(19)?.parse().ok()?,
     })
 }
