@@ -249,7 +249,7 @@ enum HistoryCommand {
         #[arg(long, required = true, value_name = "KEY")]
         key: String,
         /// The machine's memory (stageload's traces do not say it), e.g. 48G.
-        #[arg(long, value_parser = super::values::parse_size, value_name = "SIZE")]
+        #[arg(long, value_parser = super::values::parse_memory_size, value_name = "SIZE")]
         total_memory: Option<u64>,
     },
 }
