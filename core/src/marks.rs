@@ -13,9 +13,11 @@
 //!
 //! `queued` means the request was handed to the job's driver, which had not answered within
 //! a second: it will be carried out if it still makes sense then. Connections are served
-//! concurrently, at most [`MAX_CONNECTIONS`] at a time (a new one closes the oldest), each
-//! with [`LINE_DEADLINE`] in all to send its line: idle or byte-dripping clients cannot
-//! delay anybody's request.
+//! concurrently, at most [`MAX_CONNECTIONS`] at a time (a new one closes the oldest whose
+//! line is not read yet), each with [`LINE_DEADLINE`] in all to send its line: idle or
+//! byte-dripping clients cannot delay anybody's request. A request once read is answered:
+//! a connection is closed to make room only before its line is taken, so a request said to
+//! have failed was never carried out.
 //!
 //! A mark is accepted only from a live member of the job: the server asks the kernel who
 //! connected (`unix::peer`) and looks that pid up among the job's members, so a process
@@ -49,7 +51,8 @@ pub const MAX_STAGE_BYTES: usize = 200;
 const MAX_LINE_BYTES: usize = 1024;
 /// How long a client may take to send its whole line (and to read the answer).
 pub const LINE_DEADLINE: Duration = Duration::from_secs(2);
-/// Connections served at once at most; a new one closes the oldest.
+/// Connections served at once at most; a new one closes the oldest whose request is not
+/// read yet (or, when all of them are being answered, is closed itself).
 pub const MAX_CONNECTIONS: usize = 32;
 /// How long a client waits for the answer in all.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
@@ -161,7 +164,7 @@ impl MarkServer {
     }
 
     /// Serves requests until the process ends: connections concurrently (at most
-    /// [`MAX_CONNECTIONS`], the oldest closed for a new one), each read within
+    /// [`MAX_CONNECTIONS`], the oldest not yet read closed for a new one), each read within
     /// [`LINE_DEADLINE`]; `accept(peer_pid, request)` says what to answer.
     pub fn serve(
         &mut self,
@@ -185,33 +188,80 @@ impl MarkServer {
     }
 }
 
-/// The connections being served, oldest first.
-type Open = Arc<Mutex<VecDeque<(u64, UnixStream)>>>;
+/// The connections being served: those whose request is not read yet, oldest first (the
+/// ones a new connection may close), and how many requests were read and are being answered
+/// (never closed: a request taken is answered).
+#[derive(Debug, Default)]
+struct Served {
+    waiting: VecDeque<(u64, UnixStream)>,
+    taken: usize,
+}
 
-/// Registers connection `n` (closing the oldest past the limit) and answers it on a thread.
+impl Served {
+    /// Makes room for one more connection: closes the oldest one still waiting for its
+    /// request; false when every one being served has its request taken (the new one is
+    /// then closed instead).
+    fn make_room(&mut self) -> bool {
+        if self.waiting.len() + self.taken < MAX_CONNECTIONS {
+            return true;
+        }
+        match self.waiting.pop_front() {
+            Some((_, oldest)) => {
+                let _ = oldest.shutdown(Shutdown::Both);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes connection `n`'s request: false when it was closed to make room first.
+    fn take(&mut self, n: u64) -> bool {
+        let before = self.waiting.len();
+        self.waiting.retain(|(id, _)| *id != n);
+        let taken = self.waiting.len() < before;
+        self.taken += usize::from(taken);
+        taken
+    }
+
+    /// Connection `n` is done with, its request `taken` or not.
+    fn done(&mut self, n: u64, taken: bool) {
+        if taken {
+            self.taken = self.taken.saturating_sub(1);
+        } else {
+            self.waiting.retain(|(id, _)| *id != n);
+        }
+    }
+}
+
+type Open = Arc<Mutex<Served>>;
+
+/// Registers connection `n` (closing the oldest not yet taken past the limit) and answers
+/// it on a thread.
 fn handle<F>(n: u64, stream: UnixStream, open: &Open, accept: &Arc<F>) -> io::Result<()>
 where
     F: Fn(u32, Request) -> Answer + Send + Sync + 'static,
 {
     {
-        let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
-        while open.len() >= MAX_CONNECTIONS {
-            if let Some((_, oldest)) = open.pop_front() {
-                let _ = oldest.shutdown(Shutdown::Both);
-            }
+        let mut served = open.lock().unwrap_or_else(PoisonError::into_inner);
+        if !served.make_room() {
+            return stream.shutdown(Shutdown::Both);
         }
-        open.push_back((n, stream.try_clone()?));
+        served.waiting.push_back((n, stream.try_clone()?));
     }
     let (open, accept) = (Arc::clone(open), Arc::clone(accept));
     std::thread::Builder::new()
         .name("headroom-mark".into())
         .spawn(move || {
-            if let Err(e) = answer(stream, &*accept) {
+            let lock = || open.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut taken = false;
+            let take = || {
+                taken = lock().take(n);
+                taken
+            };
+            if let Err(e) = answer(stream, take, &*accept) {
                 tracing::debug!(error = %e, "a mark connection failed");
             }
-            open.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .retain(|(id, _)| *id != n);
+            lock().done(n, taken);
         })?;
     Ok(())
 }
@@ -255,12 +305,21 @@ fn read_line(mut stream: &UnixStream) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Reads one line from `stream`, checks it and its sender, answers.
-fn answer(stream: UnixStream, accept: &impl Fn(u32, Request) -> Answer) -> io::Result<()> {
+/// Reads one line from `stream`, takes it (`take`: false when the connection was closed
+/// to make room before its line was read: it is then dropped, not carried out), checks it
+/// and its sender, answers.
+fn answer(
+    stream: UnixStream,
+    take: impl FnOnce() -> bool,
+    accept: &impl Fn(u32, Request) -> Answer,
+) -> io::Result<()> {
     stream.set_write_timeout(Some(LINE_DEADLINE))?;
     let Some(mut line) = read_line(&stream)? else {
         return Ok(()); // nothing whole in time: closed without an answer
     };
+    if !take() {
+        return Ok(()); // closed to make room: never carried out
+    }
     // After the read: on macOS the peer pid is the last process that used the socket, so
     // asked now it is the one that sent this line (`unix::peer`).
     let pid = peer_pid(&stream)?;
