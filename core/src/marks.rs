@@ -28,7 +28,10 @@
 //! The same socket takes requests about a job from its owner: `headroom resume PID` and
 //! `headroom stop PID` send `{"control":"resume","pid":PID}` (or `"stop"`, `"pause"`), and
 //! the server whose job has that pid as its leader answers `ok`. Only the user who runs the
-//! guard can connect (the socket is 0600 in a 0700 folder).
+//! guard can connect (the socket is 0600 in a folder checked private from its first folder
+//! down, [`Dirs::make_private`]), and both ends ask the kernel who the other is
+//! (`unix::peer`): a client talks only to a server of its own user (or root's), a server takes
+//! control requests only from one.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -41,7 +44,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::unix::peer::peer_pid;
+use crate::paths::{Dirs, PrivateDir};
+use crate::unix::peer::{peer_pid, peer_uid};
+use crate::unix::signals::current_uid;
 
 /// The environment variable that holds the mark socket's path, for the job's processes.
 pub const MARK_ENV: &str = "HEADROOM_MARK";
@@ -140,21 +145,24 @@ pub fn socket_path(marks_dir: &Path, pid: u32) -> PathBuf {
 pub struct MarkServer {
     path: PathBuf,
     listener: Option<UnixListener>,
+    _dir: PrivateDir,
 }
 
 impl MarkServer {
-    /// Listens on `socket_path(marks_dir, our pid)`, creating `marks_dir` (private: see
-    /// [`crate::paths::ensure_private_dir`]) and
-    /// replacing a stale socket of a dead process with our pid.
-    pub fn bind(marks_dir: &Path) -> io::Result<MarkServer> {
-        crate::paths::ensure_private_dir(marks_dir)?;
-        let path = socket_path(marks_dir, std::process::id());
+    /// Listens on `socket_path(run dir, our pid)` in `dirs`' run folder, made private or
+    /// checked to be from its first folder down ([`Dirs::make_private`]: a folder of another
+    /// user on the way is an error naming it), replacing a stale socket of a dead process
+    /// with our pid.
+    pub fn bind(dirs: &Dirs) -> io::Result<MarkServer> {
+        let dir = dirs.make_private(&dirs.run_dir)?;
+        let path = socket_path(dir.path(), std::process::id());
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
         Ok(MarkServer {
             path,
             listener: Some(listener),
+            _dir: dir,
         })
     }
 
@@ -323,6 +331,7 @@ fn answer(
     // After the read: on macOS the peer pid is the last process that used the socket, so
     // asked now it is the one that sent this line (`unix::peer`).
     let pid = peer_pid(&stream)?;
+    let uid = peer_uid(&stream)?;
     let too_long = line.len() > MAX_LINE_BYTES && !line[..MAX_LINE_BYTES].contains(&b'\n');
     if let Some(end) = line.iter().position(|&b| b == b'\n') {
         line.truncate(end);
@@ -336,6 +345,10 @@ fn answer(
             .map_err(|e| format!("not a mark line ({e}): expected {{\"stage\":\"NAME\"}}"))
             .and_then(|line| match line {
                 Line::Mark(m) => check_stage(&m.stage).map(|s| Request::Mark(s.to_string())),
+                Line::Control { .. } if !trusted(uid) => Err(format!(
+                    "uid {uid} may not control the jobs of uid {}",
+                    current_uid()
+                )),
                 Line::Control { control, pid } => Ok(Request::Control { control, pid }),
             }) {
             Ok(request) => accept(pid, request),
@@ -366,6 +379,23 @@ pub enum MarkError {
     /// The guard answered with an error.
     #[error("{0}")]
     Refused(String),
+    /// The server is another user's: nothing was sent to it.
+    #[error(
+        "refusing {}: it is served by uid {uid}, not by you (uid {me}) or root: another user \
+         took the place of a Headroom socket",
+        path.display()
+    )]
+    Stranger {
+        /// The socket path.
+        path: PathBuf,
+        /// The server's uid.
+        uid: u32,
+        /// Ours.
+        me: u32,
+    },
+    /// The run folder is not ours (or cannot be read): no socket in it is talked to.
+    #[error("{0}")]
+    Folder(io::Error),
     /// Sending or reading failed midway.
     #[error("talking to {}: {source}", path.display())]
     Io {
@@ -401,10 +431,19 @@ pub fn send_control(path: &Path, control: Control, pid: u32) -> Result<Sent, Mar
     send_line(path, &Line::Control { control, pid })
 }
 
-/// The mark sockets under `marks_dir` (guards, watches and the app each have one).
-pub fn sockets(marks_dir: &Path) -> Vec<PathBuf> {
+/// The mark sockets in `dirs`' run folder (guards, watches and the app each have one), once
+/// it is checked ours from its first folder down ([`Dirs::open_private`]); none when it
+/// does not exist yet.
+pub fn sockets(dirs: &Dirs) -> Result<Vec<PathBuf>, MarkError> {
+    let Some(dir) = dirs
+        .open_private(&dirs.run_dir)
+        .map_err(MarkError::Folder)?
+    else {
+        return Ok(Vec::new());
+    };
+    let marks_dir = dir.path();
     let Ok(entries) = std::fs::read_dir(marks_dir) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut out: Vec<PathBuf> = entries
         .flatten()
@@ -415,7 +454,12 @@ pub fn sockets(marks_dir: &Path) -> Vec<PathBuf> {
         })
         .collect();
     out.sort();
-    out
+    Ok(out)
+}
+
+/// True for a peer whose requests (or answers) are taken: our own user, or root.
+fn trusted(uid: u32) -> bool {
+    uid == current_uid() || uid == 0
 }
 
 fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
@@ -427,6 +471,15 @@ fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
         path: path.to_path_buf(),
         source,
     })?;
+    // Who listens there, by the kernel's word, before anything is sent.
+    let uid = peer_uid(&stream).map_err(io_err)?;
+    if !trusted(uid) {
+        return Err(MarkError::Stranger {
+            path: path.to_path_buf(),
+            uid,
+            me: current_uid(),
+        });
+    }
     stream.set_read_timeout(Some(ANSWER_WAIT)).map_err(io_err)?;
     stream
         .set_write_timeout(Some(LINE_DEADLINE))
@@ -466,7 +519,8 @@ mod tests {
     #[test]
     fn a_mark_reaches_the_server_with_the_senders_pid() {
         let dir = tempfile::tempdir().unwrap();
-        let mut server = MarkServer::bind(dir.path()).unwrap();
+        let dirs = Dirs::under(dir.path());
+        let mut server = MarkServer::bind(&dirs).unwrap();
         let path = server.path().to_path_buf();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
@@ -495,7 +549,7 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
             (4321, "resume".to_string())
         );
-        assert_eq!(sockets(dir.path()), vec![path.clone()]);
+        assert_eq!(sockets(&dirs).unwrap(), vec![path.clone()]);
         let refused = send_mark(&path, "forbidden").unwrap_err();
         assert_eq!(refused.to_string(), "not in this job");
         // A line that is not a mark, and one far too long, are refused with a reason.

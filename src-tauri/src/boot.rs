@@ -39,7 +39,7 @@ impl AppState {
         for set in monitor.jobs.tracked() {
             sampler.track(&set);
         }
-        let marks = headroom_core::marks::MarkServer::bind(&dirs.run_dir())
+        let marks = headroom_core::marks::MarkServer::bind(&dirs)
             .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
             .ok();
         let boot_id = counters.boot_id().unwrap_or_else(|e| {

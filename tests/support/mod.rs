@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod guard;
+pub mod users;
 
 use std::fs;
 use std::path::{Path, PathBuf};

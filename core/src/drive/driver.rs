@@ -137,7 +137,7 @@ pub fn run(
         .swap_used_bytes;
     let mut outputs = Outputs::start(sinks).map_err(DriveError::Outputs)?;
     // The job's socket is optional: without it the job is guarded all the same.
-    let mut marks = MarkServer::bind(&Dirs::current().run_dir())
+    let mut marks = MarkServer::bind(&Dirs::current())
         .map_err(|e| {
             outputs.problem(&format!(
                 "stage marks, pause, resume and stop from another terminal are off: {e}"
