@@ -234,16 +234,19 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Writes `contents` to `path` atomically: to a temporary file in the same folder, flushed to
-/// disk, then renamed over `path`. Readers see the old file or the new one, never a part.
-/// Creates the parent folder if needed.
+/// Writes `contents` to `path` atomically: to a temporary file in the same folder (mode 0600:
+/// Headroom's files hold command lines), flushed to disk, then renamed over `path`. Readers
+/// see the old file or the new one, never a part. The parent folder is made private, or
+/// checked to be, from the first folder Headroom makes or reuses on its path
+/// ([`Dirs::make_private`] of [`Dirs::current`]).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    fs::create_dir_all(dir)?;
+    Dirs::current().make_private(dir)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -257,6 +260,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         let mut file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&tmp)?;
         file.write_all(contents)?;
         file.sync_all()?;
@@ -294,9 +298,9 @@ pub(crate) fn unix_seconds_now() -> u64 {
 }
 
 /// The JSON files of `dir` (`*.json`, not the dot-files of an atomic write under way), each
-/// with its path, as `T`: a file that cannot be read or parsed is skipped with a warning
-/// naming `what` and the file; a missing `dir` has none. The job files and the queue's
-/// places are read so.
+/// with its path, as `T`: a file that cannot be read or parsed, or is not a regular file (a
+/// FIFO planted there is never waited on), is skipped with a warning naming `what` and the
+/// file; a missing `dir` has none. The job files and the queue's places are read so.
 pub fn read_json_files<T: serde::de::DeserializeOwned>(
     dir: &Path,
     what: &str,
@@ -317,7 +321,7 @@ pub fn read_json_files<T: serde::de::DeserializeOwned>(
         {
             continue;
         }
-        let parsed = fs::read(&path)
+        let parsed = crate::unix::fifo::read_regular(&path)
             .map_err(|e| e.to_string())
             .and_then(|bytes| serde_json::from_slice::<T>(&bytes).map_err(|e| e.to_string()));
         match parsed {
