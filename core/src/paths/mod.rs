@@ -240,13 +240,18 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// checked to be, from the first folder Headroom makes or reuses on its path
 /// ([`Dirs::make_private`] of [`Dirs::current`]).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    Dirs::current().make_private(folder_of(path))?;
+    replace_file(path, contents, 0o600)
+}
+
+/// Replaces `path` with a new file of `contents` (`mode`, less the umask), atomically: a
+/// temporary file in the same folder, flushed to disk, renamed over it. What was at `path`
+/// is replaced, never written through: a link planted there is replaced by the file, the
+/// file it pointed to untouched. The folder must exist; it is not changed.
+pub fn replace_file(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    Dirs::current().make_private(dir)?;
+    let dir = folder_of(path);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -260,7 +265,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         let mut file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o600)
+            .mode(mode)
             .open(&tmp)?;
         file.write_all(contents)?;
         file.sync_all()?;
@@ -270,6 +275,14 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// The folder `path` is in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// Renames a damaged file to `<name>.corrupt-<unix_seconds>` (with `-2`, `-3`, … appended if
