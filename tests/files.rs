@@ -122,3 +122,48 @@ fn a_fifo_among_the_job_files_or_places_holds_nothing_up() {
         assert_ne!(code, Some(101), "headroom {args:?} panicked");
     }
 }
+
+#[test]
+fn a_job_file_that_cannot_be_written_is_said_once() {
+    // A real full file system: a 64 KiB tmpfs as the state folder, filled before the run.
+    let Some(_lock) = support::real_swap_lock() else {
+        return; // (mounting needs root; the lock says why it skips)
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let state = home.join("state");
+    fs::create_dir_all(&state).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "headroom-test"])
+        .arg(&state)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount tmpfs");
+    let _ = Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", state.join("fill").display()))
+        .args(["bs=4k", "status=none"])
+        .status();
+    let out = headroom()
+        .env("HEADROOM_HOME", &home)
+        .args([
+            "guard",
+            "--wait-free",
+            "0",
+            "--poll",
+            "0.1s",
+            "--",
+            "sleep",
+            "2",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = Command::new("umount").arg(&state).status();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("job file")).collect();
+    assert_eq!(said.len(), 1, "said once, without -v: {err}");
+    assert!(said[0].contains("cannot be written"), "{err}");
+    assert!(err.contains(": fits: swap +"), "the run was judged: {err}");
+}
