@@ -11,7 +11,7 @@ use headroom_core::units::{format_bytes, percent_of_bytes};
 use serde::Serialize;
 
 use super::exit;
-use super::history::{basis, open_store, prediction_of};
+use super::history::{basis, open_store_to_read, prediction_of};
 use super::output::{print_json, say};
 
 /// `headroom fit`: will the job fit now, from its past runs? Runs nothing.
@@ -73,7 +73,8 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         None => percent_of_bytes(system.free_percent, system.total_bytes),
     };
     let key = job_key(&args.command, args.history.key.as_deref());
-    let store = open_store().map_err(exit::Invalid)?;
+    // (1 means "won't fit" here: a history that cannot be read at all is bad input, 2.)
+    let store = open_store_to_read().map_err(exit::Invalid)?;
     let (prediction, _) = prediction_of(&store, &key).map_err(exit::Invalid)?;
     let Some(p) = prediction else {
         say(&format!(

@@ -80,9 +80,23 @@ impl Before {
     }
 }
 
+/// The run history, to write to it.
 pub(super) fn open_store() -> Result<Store, String> {
-    let path = Dirs::current().history_db_path();
-    match Store::open(&path) {
+    opened(Store::open(&Dirs::current().history_db_path()))
+}
+
+/// The run history, to read it: read-only when it cannot be written.
+pub(super) fn open_store_to_read() -> Result<Store, String> {
+    opened(Store::open_to_read(&Dirs::current().history_db_path()))
+}
+
+fn opened(
+    result: Result<
+        (Store, Option<headroom_core::store::StoreProblem>),
+        headroom_core::store::StoreError,
+    >,
+) -> Result<Store, String> {
+    match result {
         Ok((store, problem)) => {
             if let Some(problem) = problem {
                 say(&format!("warning: {problem}"));
@@ -145,7 +159,7 @@ impl Compared {
 /// Before a guarded run: its key and the prediction from its past runs, said in one line.
 pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) -> Before {
     let key = job_key(argv, flags.key.as_deref());
-    let prediction = match open_store().and_then(|store| prediction_of(&store, &key)) {
+    let prediction = match open_store_to_read().and_then(|store| prediction_of(&store, &key)) {
         Ok((Some(p), _)) => {
             say(&format!("{key}: {}", basis(&p)));
             Some(p)
@@ -256,7 +270,12 @@ enum HistoryCommand {
 
 /// Runs `headroom history`.
 pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let mut store = open_store().map_err(exit::Invalid)?;
+    // Reading needs no write: a read-only history is read.
+    let mut store = match &args.command {
+        Some(_) => open_store(),
+        None => open_store_to_read(),
+    }
+    .map_err(exit::Invalid)?;
     match &args.command {
         Some(HistoryCommand::Forget { key, all }) => {
             let n = store.forget(if *all { None } else { key.as_deref() })?;

@@ -25,6 +25,7 @@ use crate::paths::{move_aside, unix_seconds_now};
 use crate::units::unix_ms;
 
 mod jobs;
+mod read_only;
 mod runs;
 pub use jobs::JobRecord;
 pub use runs::{KeySummary, RunContext, RunRow};
