@@ -229,3 +229,55 @@ fn a_read_only_history_is_read() {
     assert!(listed.1.contains(key), "{}", listed.1);
     assert_eq!(fit.0, Some(0), "fit: {}", fit.2);
 }
+
+#[test]
+fn a_typed_key_is_one_key_wherever_it_is_typed_and_is_printed_escaped() {
+    let key = format!("spaced-{}", std::process::id());
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/core/tests/fixtures/macos-traces/qwen-image-2026-10-06/eager-1.trace.jsonl"
+    );
+    let spaced = format!("  {key}  ");
+    let (code, _, err) = run(&[
+        "history",
+        "import",
+        trace,
+        "--key",
+        &spaced,
+        "--total-memory",
+        "48G",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    // The same key, however it is typed, everywhere.
+    let (code, out, err) = run(&["fit", "--key", &key, "--free", "1T", "--", "x"]);
+    assert_eq!(code, Some(0), "fit finds the imported run: {out}{err}");
+    let (_, out, _) = run(&["history", "--json"]);
+    let keys: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        keys.as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["key"] == key.as_str()),
+        "stored trimmed: {out}"
+    );
+    let (code, out, _) = run(&["history", &spaced]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("needed"),
+        "history KEY trims it too: {out}"
+    );
+    // A key with control characters is kept, and printed escaped.
+    let evil = format!("evil\n\u{1b}[2J{}", std::process::id());
+    let (code, _, err) = run(&["guard", "--wait-free", "0", "--key", &evil, "--", "true"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&["fit", "--key", &evil, "--free", "1T", "--", "true"]);
+    assert_eq!(code, Some(0), "{err}");
+    let fit = out + &err;
+    let (_, listed, _) = run(&["history"]);
+    for said in [&fit, &listed] {
+        assert!(!said.contains('\u{1b}'), "printed raw: {said:?}");
+        assert!(said.contains("evil\\x{a}"), "printed escaped: {said:?}");
+    }
+    run(&["history", "forget", &key]);
+    run(&["history", "forget", &evil]);
+}

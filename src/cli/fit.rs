@@ -7,7 +7,7 @@ use clap::Args;
 use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::defaults as d;
 use headroom_core::fit::{answer, job_key, Prediction};
-use headroom_core::units::{format_bytes, percent_of_bytes};
+use headroom_core::units::{format_bytes, percent_of_bytes, printable};
 use serde::Serialize;
 
 use super::exit;
@@ -38,7 +38,7 @@ pub struct FitArgs {
 #[derive(Debug, Args)]
 struct HistoryKey {
     /// The job's key (default: from the command line, as `guard` names it).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::parse_key)]
     key: Option<String>,
 }
 
@@ -76,10 +76,11 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     // (1 means "won't fit" here: a history that cannot be read at all is bad input, 2.)
     let store = open_store_to_read().map_err(exit::Invalid)?;
     let (prediction, _) = prediction_of(&store, &key).map_err(exit::Invalid)?;
+    let shown = printable(&key);
     let Some(p) = prediction else {
         say(&format!(
-            "no past run of '{key}': run it once under `headroom guard`, or import a trace \
-             (`headroom history import TRACE --key '{key}'`)"
+            "no past run of '{shown}': run it once under `headroom guard`, or import a trace \
+             (`headroom history import TRACE --key '{shown}'`)"
         ));
         return Ok(exit::status(exit::NO_HISTORY));
     };
@@ -96,13 +97,13 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     };
     let line = match result {
         Ok(spare) => format!(
-            "{key}: {}; {} {now}: fits, {} to spare",
+            "{shown}: {}; {} {now}: fits, {} to spare",
             basis(&p),
             format_bytes(free),
             format_bytes(spare)
         ),
         Err(short) => format!(
-            "{key}: {}; {} {now}: won't fit, {} short",
+            "{shown}: {}; {} {now}: won't fit, {} short",
             basis(&p),
             format_bytes(free),
             format_bytes(short)

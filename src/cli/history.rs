@@ -17,7 +17,7 @@ use headroom_core::policy::{EndReason, Verdict};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::store::{RunContext, RunRow, Store};
 use headroom_core::trace::read_trace;
-use headroom_core::units::{format_bytes, format_duration, unix_ms};
+use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
 
 use super::exit;
 use super::output::{print_json, say};
@@ -27,7 +27,7 @@ use super::output::{print_json, say};
 pub struct HistoryFlags {
     /// Name the job: runs with the same key share a history, whatever their arguments
     /// (default: the command line, its program and script by file name).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::parse_key)]
     pub key: Option<String>,
     /// Keep no record of this run (its key's past runs are still read for the prediction
     /// and `--wait-fit`).
@@ -161,7 +161,7 @@ pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) 
     let key = job_key(argv, flags.key.as_deref());
     let prediction = match open_store_to_read().and_then(|store| prediction_of(&store, &key)) {
         Ok((Some(p), _)) => {
-            say(&format!("{key}: {}", basis(&p)));
+            say(&format!("{}: {}", printable(&key), basis(&p)));
             Some(p)
         }
         Ok((None, _)) => None,
@@ -228,7 +228,7 @@ pub struct HistoryArgs {
     #[command(subcommand)]
     command: Option<HistoryCommand>,
     /// The key whose runs to show (without it: every key, its run count and last verdict).
-    #[arg(value_name = "KEY")]
+    #[arg(value_name = "KEY", value_parser = super::values::parse_key)]
     key: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -246,6 +246,7 @@ enum HistoryCommand {
         /// The key to forget.
         #[arg(
             value_name = "KEY",
+            value_parser = super::values::parse_key,
             required_unless_present = "all",
             conflicts_with = "all"
         )]
@@ -260,7 +261,7 @@ enum HistoryCommand {
         #[arg(required = true, value_name = "TRACE")]
         traces: Vec<PathBuf>,
         /// The key they are runs of.
-        #[arg(long, required = true, value_name = "KEY")]
+        #[arg(long, required = true, value_name = "KEY", value_parser = super::values::parse_key)]
         key: String,
         /// The machine's memory (stageload's traces do not say it), e.g. 48G.
         #[arg(long, value_parser = super::values::parse_memory_size, value_name = "SIZE")]
@@ -290,8 +291,9 @@ pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 let run = import(path, key, *total_memory)?;
                 let id = store.record_run(&run.0, &run.1)?;
                 say(&format!(
-                    "{}: run {id} of {key}: {}",
+                    "{}: run {id} of {}: {}",
                     path.display(),
+                    printable(key),
                     run.0.verdict.word()
                 ));
             }
@@ -304,7 +306,8 @@ pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
                     print_json(&keys)?;
                 } else {
                     for k in keys {
-                        println!("{:>5}  {:<11}  {}", k.runs, k.last_verdict, k.key);
+                        let key = printable(&k.key);
+                        println!("{:>5}  {:<11}  {key}", k.runs, k.last_verdict);
                     }
                 }
             }
