@@ -262,10 +262,7 @@ fn a_typed_key_is_one_key_wherever_it_is_typed_and_is_printed_escaped() {
     );
     let (code, out, _) = run(&["history", &spaced]);
     assert_eq!(code, Some(0));
-    assert!(
-        out.contains("needed"),
-        "history KEY trims it too: {out}"
-    );
+    assert!(out.contains("needed"), "history KEY trims it too: {out}");
     // A key with control characters is kept, and printed escaped.
     let evil = format!("evil\n\u{1b}[2J{}", std::process::id());
     let (code, _, err) = run(&["guard", "--wait-free", "0", "--key", &evil, "--", "true"]);
