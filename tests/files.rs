@@ -132,13 +132,7 @@ fn a_job_file_that_cannot_be_written_is_said_once() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let state = home.join("state");
-    fs::create_dir_all(&state).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "headroom-test"])
-        .arg(&state)
-        .status()
-        .unwrap();
-    assert!(mounted.success(), "mount tmpfs");
+    let small = support::SmallTmpfs::mount(&state, "64k");
     let _ = Command::new("dd")
         .arg("if=/dev/zero")
         .arg(format!("of={}", state.join("fill").display()))
@@ -159,7 +153,7 @@ fn a_job_file_that_cannot_be_written_is_said_once() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let _ = Command::new("umount").arg(&state).status();
+    drop(small);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let said: Vec<&str> = err.lines().filter(|l| l.contains("job file")).collect();

@@ -22,18 +22,9 @@ use support::guard::{members, sleep_tag, WAIT};
 use support::users::{User, NOBODY};
 use support::{proc_state, wait_until};
 
-/// True when these tests can run (they act as other users); in CI not being root fails.
+/// True when these tests can run: they act as other users.
 fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the other-user tests need root, and CI must run them"
-    );
-    eprintln!("SKIPPED: these tests act as other users (setpriv): run as root to include them");
-    false
+    support::users::root("they act as other users with setpriv")
 }
 
 /// A victim uid that no account has, one per test and run.

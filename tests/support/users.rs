@@ -10,6 +10,21 @@ use super::headroom_bin;
 /// `nobody`'s uid (and gid).
 pub const NOBODY: u32 = 65534;
 
+/// True when tests that need root (`needs`: what for) can run; otherwise says it skips
+/// them, and in CI (`CI` set), where they must run, fails.
+pub fn root(needs: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "these tests need root ({needs}), and CI must run them"
+    );
+    eprintln!("SKIPPED: these tests need root ({needs}); run as root to include them");
+    false
+}
+
 /// A user the test acts as.
 pub struct User {
     /// Its uid (its gid is the same number).
