@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("headroom: error: {err:#}");
+            eprintln!("headroom: error: {}", cli::exit::text_of(&err));
             cli::exit::status(cli::exit::of_error(&err))
         }
     }

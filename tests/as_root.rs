@@ -20,16 +20,7 @@ use support::{headroom, headroom_bin, proc_state, run_to_files, test_home, wait_
 
 /// True when these tests can run; in CI (`CI` set) not being root is a failure.
 fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the as-root tests need root, and CI must run them"
-    );
-    eprintln!("SKIPPED: these tests need root (setpriv, ns_last_pid); run as root to include them");
-    false
+    support::users::root("setpriv, ns_last_pid")
 }
 
 const NOBODY: &str = "65534";

@@ -10,6 +10,7 @@ mod support;
 
 use std::process::{Command, Output};
 
+use support::users::{User, NOBODY};
 use support::{headroom_bin, real_swap_lock, test_home, MemCgroup};
 
 const MIB: u64 = 1 << 20;
@@ -587,13 +588,13 @@ fn a_cgroup_that_cannot_be_read_gives_a_note_and_the_hosts_numbers() {
         return;
     };
     let cg = MemCgroup::named("denied-", 256);
-    let nobody = Nobody::new();
+    let nobody = User::new(NOBODY);
     use std::os::unix::fs::PermissionsExt;
     let cg_dir = cg.procs_file().parent().unwrap().to_path_buf();
     std::fs::set_permissions(&cg_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     // Inside the cgroup, then `nobody`.
     let as_nobody = |args: &[&str]| {
-        let cmd = nobody.command(args);
+        let cmd = nobody_headroom(&nobody, args);
         let mut argv = vec![cmd.get_program().to_owned()];
         argv.extend(cmd.get_args().map(ToOwned::to_owned));
         let argv: Vec<&str> = argv.iter().map(|a| a.to_str().unwrap()).collect();
@@ -662,46 +663,13 @@ fn a_cgroup_that_cannot_be_read_gives_a_note_and_the_hosts_numbers() {
     std::fs::set_permissions(&cg_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// What `nobody` needs to run the headroom under test: a copy of the binary it may run (the
-/// build's is under root's home) and a home it may write.
-struct Nobody {
-    _dir: tempfile::TempDir,
-    bin: std::path::PathBuf,
-    home: std::path::PathBuf,
-}
-
-impl Nobody {
-    fn new() -> Nobody {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("headroom");
-        std::fs::copy(headroom_bin(), &bin).unwrap();
-        let home = dir.path().join("home");
-        std::fs::create_dir(&home).unwrap();
-        for (path, mode) in [
-            (dir.path(), 0o755),
-            (home.as_path(), 0o777),
-            (bin.as_path(), 0o755),
-        ] {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
-        Nobody {
-            _dir: dir,
-            bin,
-            home,
-        }
-    }
-
-    /// `headroom ARGS` as `nobody`, with its home and the job cgroup allowed.
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("setpriv");
-        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&self.bin)
-            .args(args)
-            .env("HEADROOM_HOME", &self.home)
-            .env_remove("HEADROOM_JOB_CGROUP");
-        cmd
-    }
+/// `headroom ARGS` as `nobody` (`support::users`), its files under its home and the job
+/// cgroup allowed.
+fn nobody_headroom(kit: &User, args: &[&str]) -> Command {
+    let mut cmd = kit.headroom(args);
+    cmd.env("HEADROOM_HOME", &kit.home)
+        .env_remove("HEADROOM_JOB_CGROUP");
+    cmd
 }
 
 /// The unified (cgroup v2) hierarchy of this host, if one is mounted.
@@ -730,7 +698,6 @@ fn a_user_given_a_v2_cgroup_runs_the_job_in_one_of_its_own_frozen_and_stopped_wh
         eprintln!("SKIPPED: no cgroup2 hierarchy is mounted here");
         return;
     };
-    const NOBODY: u32 = 65534;
     let delegated = unified.join(format!("headroom-test-delegated-{}", std::process::id()));
     std::fs::create_dir(&delegated).unwrap();
     for file in [
@@ -741,9 +708,9 @@ fn a_user_given_a_v2_cgroup_runs_the_job_in_one_of_its_own_frozen_and_stopped_wh
     ] {
         std::os::unix::fs::chown(delegated.join(file), Some(NOBODY), Some(NOBODY)).unwrap();
     }
-    let kit = Nobody::new();
+    let kit = User::new(NOBODY);
     let home = kit.home.clone();
-    let nobody = |args: &[&str]| kit.command(args);
+    let nobody = |args: &[&str]| nobody_headroom(&kit, args);
     let tag = sleep_tag(40);
     let script = format!("setsid sleep {tag} & (sleep {tag} &) ; exec sleep {tag}");
     let guard_argv = nobody(&[

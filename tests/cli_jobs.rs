@@ -326,13 +326,7 @@ fn a_full_disk_mid_run_drops_the_trace_and_keeps_guarding() {
     };
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "headroom-test"])
-        .arg(&mnt)
-        .status()
-        .unwrap();
-    assert!(mounted.success(), "mount tmpfs");
+    let small = support::SmallTmpfs::mount(&mnt, "64k");
     let trace = mnt.join("t.jsonl");
     let fill = mnt.join("fill");
     let out = headroom()
@@ -346,7 +340,7 @@ fn a_full_disk_mid_run_drops_the_trace_and_keeps_guarding() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let _ = Command::new("umount").arg(&mnt).status();
+    drop(small);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(

@@ -99,3 +99,32 @@ fn an_unwritable_report_starts_nothing() {
     assert!(err.contains("/nonexistent/dir/r.md"), "{err}");
     assert!(!marker.exists(), "the command ran");
 }
+
+#[test]
+fn the_chart_beside_the_report_never_follows_a_link_planted_there() {
+    // Someone who may write in the report's folder (a shared CI workspace) plants
+    // `memory.svg` as a link to a file of the user's: writing the chart must replace the
+    // link, never write through it.
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("precious.txt");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let chart = dir.path().join("memory.svg");
+    std::os::unix::fs::symlink(&victim, &chart).unwrap();
+    let report = dir.path().join("memory.md");
+    let mut cmd = headroom();
+    cmd.args(["guard", "--wait-free", "0", "--report"])
+        .arg(&report)
+        .args(["--", "sleep", "0.5"]);
+    let (code, _, err) = run_to_files(cmd);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        std::fs::read_to_string(&victim).unwrap() == "keep me\n",
+        "the chart was written through the link"
+    );
+    let meta = std::fs::symlink_metadata(&chart).unwrap();
+    assert!(meta.is_file(), "the chart is a file of its own now");
+    assert!(std::fs::read_to_string(&chart).unwrap().contains("<svg"));
+    assert!(std::fs::read_to_string(&report)
+        .unwrap()
+        .contains("memory.svg"));
+}

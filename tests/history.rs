@@ -214,3 +214,110 @@ fn a_watched_run_is_recorded_too() {
     assert_eq!(code, Some(0), "a prediction from the watched run");
     run(&["history", "forget", &key]);
 }
+
+#[test]
+fn a_read_only_history_is_read() {
+    // A history on a read-only file system (a read-only bind mount: as root, a file's mode
+    // would not stop a write): `fit` and `history` read it, and their exit codes mean what
+    // they say (not 2, "bad flags").
+    let Some(_lock) = support::real_swap_lock() else {
+        return; // (mounting needs root; the lock says why it skips)
+    };
+    let home = tempfile::tempdir().unwrap();
+    let as_home = |args: &[&str]| {
+        let out = headroom()
+            .env("HEADROOM_HOME", home.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let key = "read-only-history";
+    let (code, _, err) = as_home(&["guard", "--wait-free", "0", "--key", key, "--", "true"]);
+    assert_eq!(code, Some(0), "{err}");
+    let data = home.path().join("data");
+    let bind = |args: &[&str]| {
+        let ok = std::process::Command::new("mount")
+            .args(args)
+            .arg(&data)
+            .arg(&data)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mount {args:?}");
+    };
+    bind(&["--bind"]);
+    bind(&["-o", "remount,ro,bind"]);
+    let shown = as_home(&["history", key]);
+    let listed = as_home(&["history"]);
+    let fit = as_home(&["fit", "--key", key, "--free", "100%", "--", "true"]);
+    let _ = std::process::Command::new("umount").arg(&data).status();
+    assert_eq!(shown.0, Some(0), "history KEY: {}", shown.2);
+    assert!(shown.1.contains("fits"), "its run: {}", shown.1);
+    assert_eq!(listed.0, Some(0), "history: {}", listed.2);
+    assert!(listed.1.contains(key), "{}", listed.1);
+    assert_eq!(fit.0, Some(0), "fit: {}", fit.2);
+}
+
+#[test]
+fn a_typed_key_is_one_key_wherever_it_is_typed_and_is_printed_escaped() {
+    let key = format!("spaced-{}", std::process::id());
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/core/tests/fixtures/macos-traces/qwen-image-2026-10-06/eager-1.trace.jsonl"
+    );
+    let spaced = format!("  {key}  ");
+    let (code, _, err) = run(&[
+        "history",
+        "import",
+        trace,
+        "--key",
+        &spaced,
+        "--total-memory",
+        "48G",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    // The same key, however it is typed, everywhere.
+    let (code, out, err) = run(&[
+        "fit",
+        "--key",
+        &key,
+        "--free",
+        "1T",
+        "--total-memory",
+        "2T",
+        "--",
+        "x",
+    ]);
+    assert_eq!(code, Some(0), "fit finds the imported run: {out}{err}");
+    let (_, out, _) = run(&["history", "--json"]);
+    let keys: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        keys.as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["key"] == key.as_str()),
+        "stored trimmed: {out}"
+    );
+    let (code, out, _) = run(&["history", &spaced]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("needed"), "history KEY trims it too: {out}");
+    // A key with control characters is kept, and printed escaped.
+    let evil = format!("evil\n\u{1b}[2J{}", std::process::id());
+    let (code, _, err) = run(&["guard", "--wait-free", "0", "--key", &evil, "--", "true"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = run(&["fit", "--key", &evil, "--free", "100%", "--", "true"]);
+    assert_eq!(code, Some(0), "{err}");
+    let fit = out + &err;
+    let (_, listed, _) = run(&["history"]);
+    for said in [&fit, &listed] {
+        assert!(!said.contains('\u{1b}'), "printed raw: {said:?}");
+        assert!(said.contains("evil\\x{a}"), "printed escaped: {said:?}");
+    }
+    run(&["history", "forget", &key]);
+    run(&["history", "forget", &evil]);
+}

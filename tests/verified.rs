@@ -16,6 +16,8 @@ use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::guard::{
@@ -369,6 +371,73 @@ fn a_stop_is_answered_under_a_connection_flood() {
     assert!(wait_until(WAIT, || live_with_tag(&tag).is_empty()));
     drop(idle);
     let _ = dripping.join();
+}
+
+/// Opens connections to `socket` as fast as it can until `stop`, keeping the newest 200 open
+/// and sending nothing on any: the oldest are closed as new ones come, so the guard's
+/// server always has more connections than it serves at once.
+fn flood(socket: std::path::PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut open = std::collections::VecDeque::new();
+        let mut made = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok(s) = UnixStream::connect(&socket) {
+                open.push_back(s);
+                made += 1;
+            }
+            if open.len() > 200 {
+                open.pop_front();
+            }
+        }
+        made
+    })
+}
+
+#[test]
+fn under_a_flood_a_request_said_failed_was_not_carried_out() {
+    // A request the guard took is answered; only one not taken yet may be dropped. Each
+    // pause and resume is checked against the process in /proc: exit 0 and the job is in
+    // the asked state; any other exit and it is not.
+    let tag = sleep_tag(11);
+    let mut guard = guard_script(&format!("exec sleep {tag}"), &[], "flood-pause");
+    let leader = leader_of(&guard);
+    let mut socket = None;
+    assert!(wait_until(WAIT, || {
+        socket = socket_of(guard.pid());
+        socket.is_some()
+    }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let flooding = flood(socket.unwrap(), Arc::clone(&stop));
+    let stopped = || proc_state(leader) == Some('T');
+    let (mut paused, mut done, mut failed) = (false, 0, 0);
+    for round in 0..40 {
+        let verb = if paused { "resume" } else { "pause" };
+        let (code, err) = control(verb, leader);
+        if code == Some(0) {
+            done += 1;
+            paused = !paused;
+            assert!(
+                wait_until(WAIT, || stopped() == paused),
+                "round {round}: {verb} said done, the job is not {verb}d: {err}"
+            );
+        } else {
+            failed += 1;
+            // Not carried out: the state stays as it was, however long one waits.
+            std::thread::sleep(Duration::from_millis(1500));
+            assert_eq!(
+                stopped(),
+                paused,
+                "round {round}: {verb} exited {code:?} ({err}), yet it was carried out"
+            );
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let made = flooding.join().unwrap();
+    assert!(made > 1000, "the flood made only {made} connections");
+    eprintln!("{done} requests done, {failed} refused under the flood of {made} connections");
+    let _ = control("resume", leader);
+    assert_eq!(control("stop", leader).0, Some(0));
+    assert_eq!(guard.wait(), Some(3), "{}", guard.stderr());
 }
 
 #[test]

@@ -80,10 +80,20 @@ fn program_name(path: &str) -> String {
     }
 }
 
-/// The key of a job run as `argv`, or `explicit` when given (`--key`).
+/// A key as someone typed it (`--key`, `history KEY`, `history import --key`, the app's
+/// Guard form): trimmed, `None` when nothing is left. Every entry point of a typed key goes
+/// through this one function, so a key is the same key wherever it is typed. (Printed, a
+/// key goes through [`crate::units::printable`]: it may hold any character.)
+pub fn typed_key(text: &str) -> Option<String> {
+    let key = text.trim();
+    (!key.is_empty()).then(|| key.to_string())
+}
+
+/// The key of a job run as `argv`, or `explicit` when given (`--key`, see [`typed_key`]; a
+/// blank one is none).
 pub fn job_key(argv: &[String], explicit: Option<&str>) -> String {
-    if let Some(key) = explicit {
-        return key.trim().to_string();
+    if let Some(key) = explicit.and_then(typed_key) {
+        return key;
     }
     let Some((program, args)) = argv.split_first() else {
         return String::new();

@@ -14,6 +14,8 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::units::{bounded_bytes, bounded_percent, bounded_seconds};
+
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -242,6 +244,20 @@ pub struct Trace {
     pub truncated: bool,
 }
 
+impl Trace {
+    /// The interval of the `start` record (checked by the reader: more than 0, at most
+    /// [`crate::units::MAX_SECONDS`]), or `default` without one.
+    pub fn interval(&self, default: Duration) -> Duration {
+        self.start
+            .as_ref()
+            .and_then(|m| m.get("interval"))
+            .and_then(Value::as_f64)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .filter(|d| !d.is_zero())
+            .unwrap_or(default)
+    }
+}
+
 /// Reads a trace file.
 pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
     let err = |line: usize, message: String| TraceError {
@@ -256,8 +272,6 @@ pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
 /// The longest trace line read, bytes: a longer one (or a file that never ends a line, like
 /// `/dev/zero`) is an error naming its line, not an allocation without bound.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
-/// The largest `t` a trace may hold, seconds (about 31 years).
-pub const MAX_T_SECONDS: f64 = 1e9;
 
 /// Reads a trace from `reader`; errors name `path` and the line. A last line cut off
 /// mid-write (no newline, not valid JSON) is dropped and noted; a complete line that is not
@@ -310,23 +324,53 @@ pub fn parse_trace(mut reader: impl BufRead, path: &Path) -> Result<Trace, Trace
     Ok(trace)
 }
 
-/// A record's times are seconds a run can have: finite, from 0 to [`MAX_T_SECONDS`].
+/// Every number a record holds, bounded in this one place ([`crate::units`]' bounds): times
+/// and the interval are seconds a run can have (0 to [`crate::units::MAX_SECONDS`]; an
+/// interval more than 0), `level` a percentage, byte figures at most what a machine can
+/// have ([`crate::units::MAX_BYTES`]). The error names the field.
 fn check_record(record: &Record) -> Result<(), String> {
-    let t = match record {
-        Record::Sample(s) => {
-            if !s.level.is_finite() {
-                return Err(format!("level {} is not a percentage", s.level));
-            }
-            Some(s.t)
-        }
-        Record::Event(e) => Some(e.t),
-        Record::Error { t, .. } => *t,
-        _ => None,
+    let named =
+        |field: &str, result: Result<(), String>| result.map_err(|why| format!("{field}: {why}"));
+    let seconds = |field: &str, s: f64| named(field, bounded_seconds(s).map(drop));
+    let bytes = |field: &str, b: Option<u64>| {
+        b.map_or(Ok(()), |b| named(field, bounded_bytes(b).map(drop)))
     };
-    match t {
-        Some(t) if !(0.0..=MAX_T_SECONDS).contains(&t) => Err(format!(
-            "t = {t} is not a time since the start in seconds (0 to {MAX_T_SECONDS:e})"
-        )),
+    match record {
+        Record::Start { interval, meta, .. } => {
+            if let Some(i) = *interval {
+                seconds("interval", i)?;
+                if i == 0.0 {
+                    return Err("interval: a sampling interval is more than 0 seconds".into());
+                }
+            }
+            for field in ["total_memory", "host_total_memory"] {
+                if let Some(value) = meta.get(field) {
+                    let b = value
+                        .as_u64()
+                        .ok_or_else(|| format!("{field}: {value} is not a number of bytes"))?;
+                    bytes(field, Some(b))?;
+                }
+            }
+            Ok(())
+        }
+        Record::Sample(s) => {
+            seconds("t", s.t)?;
+            named("level", bounded_percent(s.level).map(drop))?;
+            bytes("footprint", Some(s.footprint))?;
+            bytes("swap_used", Some(s.swap_used))?;
+            bytes("swap_total", s.swap_total)?;
+            bytes("compressed", s.compressed)?;
+            bytes("resident", s.resident)?;
+            bytes("process_swap", s.process_swap)
+        }
+        Record::Event(e) => {
+            seconds("t", e.t)?;
+            if let Some(s) = e.seconds {
+                seconds("seconds", s)?;
+            }
+            bytes("nbytes", e.nbytes)
+        }
+        Record::Error { t: Some(t), .. } => seconds("t", *t),
         _ => Ok(()),
     }
 }

@@ -18,6 +18,46 @@ const UNITS: [(&str, u64); 5] = [
     ("T", 1 << 40),
 ];
 
+/// The longest time a file may hold, seconds (about 31 years): a trace's `t`, its interval
+/// and a load's seconds, a setting's interval. Every such float read from a file passes
+/// [`bounded_seconds`], so a `Duration` made of it never overflows.
+pub const MAX_SECONDS: f64 = 1e9;
+/// The most bytes a figure read from a file (or `--total-memory`) may be: 1 EiB, more memory
+/// and swap than any machine has, and far from `u64`'s and `i64`'s ends, so sums and signed
+/// changes of such figures never wrap.
+pub const MAX_BYTES: u64 = 1 << 60;
+
+/// `seconds` when it is a time a file may hold: finite, from 0 to [`MAX_SECONDS`].
+pub fn bounded_seconds(seconds: f64) -> Result<f64, String> {
+    if (0.0..=MAX_SECONDS).contains(&seconds) {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "{seconds} is not a number of seconds from 0 to {MAX_SECONDS:e}"
+        ))
+    }
+}
+
+/// `percent` when it is a percentage: finite, from 0 to 100.
+pub fn bounded_percent(percent: f64) -> Result<f64, String> {
+    if (0.0..=100.0).contains(&percent) {
+        Ok(percent)
+    } else {
+        Err(format!("{percent} is not a percentage from 0 to 100"))
+    }
+}
+
+/// `bytes` when a machine can have that much: at most [`MAX_BYTES`].
+pub fn bounded_bytes(bytes: u64) -> Result<u64, String> {
+    if bytes <= MAX_BYTES {
+        Ok(bytes)
+    } else {
+        Err(format!(
+            "{bytes} bytes is more than any machine has (at most 1 EiB, {MAX_BYTES})"
+        ))
+    }
+}
+
 /// `percent` % of `total_bytes` (a negative percentage is none of it).
 pub fn percent_of_bytes(percent: f64, total_bytes: u64) -> u64 {
     (percent.max(0.0) / 100.0 * total_bytes as f64) as u64

@@ -5,8 +5,10 @@
 //! reading and the jobs into those families and renders both formats once per sample into a
 //! [`metrics::MetricsHandle`]: a scrape only copies the rendered bytes, so it does no kernel
 //! reads and no formatting. [`server`] serves them over HTTP/1.1 with hyper on a
-//! single-threaded tokio runtime, bounded against slow and hostile clients.
+//! single-threaded tokio runtime, bounded against slow and hostile clients, and fair at its
+//! limit (`connections`).
 
+mod connections;
 pub mod exposition;
 pub mod metrics;
 pub mod server;

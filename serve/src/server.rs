@@ -1,10 +1,13 @@
 //! The HTTP side: GET and HEAD on `/metrics` (and a small index at `/`), nothing else.
 //!
 //! Safe by default: it listens on 127.0.0.1:9101 unless told otherwise. Bounded: at most
-//! [`ServerConfig::max_connections`] connections at once (more are closed at once), request
-//! headers of at most 16 KiB that must arrive within [`ServerConfig::header_read_timeout`],
-//! and a connection lives at most [`ServerConfig::connection_lifetime`], so a slow or hostile
-//! client cannot hold the endpoint or starve others. Request bodies are never read. One
+//! [`ServerConfig::max_connections`] connections at once, request headers of at most 16 KiB
+//! that must arrive within [`ServerConfig::header_read_timeout`], and a connection lives at
+//! most [`ServerConfig::connection_lifetime`]. Fair at the limit: a new connection closes the
+//! keep-alive connection idle longest since an answer and takes its place (`connections`);
+//! only when none is idle (all are being answered or have just connected) is it closed at
+//! once. So a slow or hostile client, or many keep-alive ones, cannot hold the endpoint or
+//! starve others. Request bodies are never read. One
 //! thread runs a single-threaded tokio runtime; answers are the pre-rendered bytes of
 //! [`MetricsHandle`].
 
@@ -25,11 +28,15 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Semaphore};
 
+use crate::connections::Connections;
 use crate::exposition::Format;
 use crate::metrics::MetricsHandle;
 
 /// Largest request head read, bytes (hyper's minimum buffer; a larger head gets 431).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// How long a new connection at the limit waits for the idle one it closed to leave.
+const TAKE_PLACE_WAIT: Duration = Duration::from_secs(1);
 
 const INDEX: &[u8] = b"<!doctype html><title>Headroom metrics</title>\
 <p>Headroom's metrics for Prometheus: <a href=\"/metrics\">/metrics</a>\n";
@@ -41,7 +48,8 @@ pub struct ServerConfig {
     pub addr: SocketAddr,
     /// A request's head must arrive within this (a slow client is dropped).
     pub header_read_timeout: Duration,
-    /// Connections served at once; more are closed as soon as they are accepted.
+    /// Connections served at once; a new one past it takes the place of the connection idle
+    /// longest (or, when none is idle, is closed at once).
     pub max_connections: usize,
     /// A connection is closed after this, whatever it does.
     pub connection_lifetime: Duration,
@@ -148,6 +156,7 @@ async fn accept(
     mut stopped: oneshot::Receiver<()>,
 ) {
     let permits = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
+    let connections = Arc::new(Connections::default());
     loop {
         let accepted = tokio::select! {
             _ = &mut stopped => return,
@@ -162,14 +171,27 @@ async fn accept(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            continue; // over the limit: dropped, closed at once
+        let permit = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            // At the limit: the connection idle longest makes way, else this one is dropped.
+            Err(_) if connections.close_longest_idle() => {
+                let wait = Arc::clone(&permits).acquire_owned();
+                match tokio::time::timeout(TAKE_PLACE_WAIT, wait).await {
+                    Ok(Ok(permit)) => permit,
+                    _ => continue,
+                }
+            }
+            Err(_) => continue,
         };
         let _ = stream.set_nodelay(true);
-        let (handle, cfg) = (handle.clone(), cfg.clone());
+        let (handle, cfg, connections) = (handle.clone(), cfg.clone(), Arc::clone(&connections));
         tokio::spawn(async move {
+            let (id, slot) = connections.add();
+            let answering = Arc::clone(&slot);
             let service = service_fn(move |req: Request<Incoming>| {
+                answering.asked();
                 let response = respond(&req, &handle);
+                answering.answered();
                 async move { Ok::<_, Infallible>(response) }
             });
             let connection = http1::Builder::new()
@@ -177,7 +199,18 @@ async fn accept(
                 .header_read_timeout(cfg.header_read_timeout)
                 .max_buf_size(MAX_HEAD_BYTES)
                 .serve_connection(TokioIo::new(stream), service);
-            let _ = tokio::time::timeout(cfg.connection_lifetime, connection).await;
+            tokio::pin!(connection);
+            let served = async {
+                tokio::select! {
+                    _ = connection.as_mut() => {}
+                    () = slot.closing() => {
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.as_mut().await;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(cfg.connection_lifetime, served).await;
+            connections.remove(id);
             drop(permit);
         });
     }

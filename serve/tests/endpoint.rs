@@ -192,3 +192,109 @@ fn a_slow_client_an_oversized_request_and_a_crowd_do_not_starve_others() {
     assert_eq!(request(addr, "GET", "/metrics", "").0, 200);
     drop(idle);
 }
+
+/// A keep-alive client: asks for `/metrics` on one connection every `every` until `stop`,
+/// connecting again whenever the server closes it. Returns how many answers it read.
+fn keep_alive_client(
+    addr: SocketAddr,
+    every: Duration,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut answers = 0;
+        let mut conn: Option<std::io::BufReader<TcpStream>> = None;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let reader = match conn.as_mut() {
+                Some(r) => r,
+                None => match TcpStream::connect(addr) {
+                    Ok(s) => {
+                        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                        conn.insert(std::io::BufReader::new(s))
+                    }
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(20));
+                        continue;
+                    }
+                },
+            };
+            if read_keep_alive_answer(reader).is_some() {
+                answers += 1;
+                std::thread::sleep(every);
+            } else {
+                conn = None;
+            }
+        }
+        answers
+    })
+}
+
+/// Sends one keep-alive GET on `reader`'s stream and reads the answer to its end.
+fn read_keep_alive_answer(reader: &mut std::io::BufReader<TcpStream>) -> Option<()> {
+    use std::io::BufRead;
+    reader
+        .get_mut()
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut length = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    Some(())
+}
+
+#[test]
+fn keep_alive_clients_that_hold_every_connection_do_not_starve_a_scrape() {
+    // More keep-alive clients than the server serves at once, each asking every 200 ms (so
+    // none is ever idle long enough to time out): a scrape on a new connection is answered
+    // all the same, every time.
+    raise_open_files_limit(1024);
+    let (running, _m) = server(|c| {
+        c.max_connections = 64;
+        c.header_read_timeout = Duration::from_secs(1);
+    });
+    let addr = running.local_addr();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let crowd: Vec<_> = (0..80)
+        .map(|_| keep_alive_client(addr, Duration::from_millis(200), stop.clone()))
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let mut answered = 0;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let answer = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .ok()?;
+            let mut raw = String::new();
+            s.read_to_string(&mut raw).ok()?;
+            Some(raw.starts_with("HTTP/1.1 200"))
+        })
+        .join()
+        .unwrap();
+        if answer == Some(true) && started.elapsed() < Duration::from_secs(5) {
+            answered += 1;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let crowd_answers: u64 = crowd.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(answered, 20, "scrapes starved by keep-alive clients");
+    assert!(
+        crowd_answers > 100,
+        "the crowd was served too: {crowd_answers}"
+    );
+}

@@ -45,7 +45,11 @@ pub struct ControlArgs {
 pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
     let dirs = Dirs::current();
     let mut why = None;
-    for socket in sockets(&dirs.run_dir()) {
+    let sockets = sockets(&dirs).unwrap_or_else(|e| {
+        why = Some(e.to_string());
+        Vec::new()
+    });
+    for socket in sockets {
         match send_control(&socket, control, args.pid) {
             Ok(Sent::Done) => {
                 say(&format!("{} the job of pid {}", done(control), args.pid));
@@ -62,6 +66,8 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
             }
             // Another guard's job: ask the next one. A guard that is gone: the same.
             Err(MarkError::Refused(text)) if !is_not_here(&text) => why = Some(text),
+            // Another user's socket in our folder: said, never talked to.
+            Err(e @ MarkError::Stranger { .. }) => why = Some(e.to_string()),
             Err(_) => {}
         }
     }

@@ -49,6 +49,24 @@ pub fn of_end(end: &EndReason) -> i32 {
     }
 }
 
+/// What an error says, its causes after it (`a: b: c`), each said once: a cause whose text
+/// the error already holds (one that prints its source and also gives it as its cause, as
+/// SQLite's errors do) is not said again.
+pub fn text_of(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
+}
+
 /// The code an error exits with: [`INVALID`] for bad input, else 1.
 pub fn of_error(err: &anyhow::Error) -> i32 {
     let invalid = err

@@ -9,11 +9,11 @@ use headroom_core::counters::{CounterSource, Counters, SystemCounters};
 use headroom_core::defaults as d;
 use headroom_core::fit::{answer, job_key, Prediction, Room};
 use headroom_core::store::RunRow;
-use headroom_core::units::{format_bytes, percent_of_bytes};
+use headroom_core::units::{format_bytes, percent_of_bytes, printable};
 use serde::Serialize;
 
 use super::exit;
-use super::history::{basis, open_store, prediction_of};
+use super::history::{basis, open_store_to_read, prediction_of};
 use super::output::{print_json, say};
 
 /// `headroom fit`: will the job fit now, from its past runs? Runs nothing.
@@ -50,7 +50,7 @@ pub struct FitArgs {
 #[derive(Debug, Args)]
 struct HistoryKey {
     /// The job's key (default: from the command line, as `guard` names it).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::parse_key)]
     key: Option<String>,
 }
 
@@ -127,10 +127,11 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
     let (prediction, runs) = need_of(args.need, &key)?;
     let (room, other_machine) = room_asked(args, &system, &runs).map_err(exit::Invalid)?;
     let free = room.free_bytes;
+    let shown = printable(&key);
     let Some(p) = prediction else {
         say(&format!(
-            "no past run of '{key}': run it once under `headroom guard`, or import a trace \
-             (`headroom history import TRACE --key '{key}'`)"
+            "no past run of '{shown}': run it once under `headroom guard`, or import a trace \
+             (`headroom history import TRACE --key '{shown}'`)"
         ));
         return Ok(exit::status(exit::NO_HISTORY));
     };
@@ -150,7 +151,7 @@ pub fn run_fit(args: &FitArgs) -> anyhow::Result<ExitCode> {
         Some(need) => format!("needs {} (as asked)", format_bytes(need)),
         None => basis(&p),
     };
-    let who = Some(&key)
+    let who = Some(&shown)
         .filter(|k| !k.is_empty())
         .map_or(String::new(), |k| format!("{k}: "));
     let line = match result {
@@ -209,7 +210,8 @@ fn need_of(need: Option<u64>, key: &str) -> anyhow::Result<(Option<Prediction>, 
         };
         return Ok((Some(asked), Vec::new()));
     }
-    let store = open_store().map_err(exit::Invalid)?;
+    // (1 means "won't fit" here: a history that cannot be read at all is bad input, 2.)
+    let store = open_store_to_read().map_err(exit::Invalid)?;
     Ok(prediction_of(&store, key).map_err(exit::Invalid)?)
 }
 

@@ -17,7 +17,7 @@ use headroom_core::policy::{EndReason, Verdict};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::store::{RunContext, RunRow, Store};
 use headroom_core::trace::read_trace;
-use headroom_core::units::{format_bytes, format_duration, unix_ms};
+use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
 
 use super::exit;
 use super::output::{print_json, say};
@@ -31,7 +31,7 @@ pub const KEY_ENV: &str = "HEADROOM_KEY";
 pub struct HistoryFlags {
     /// Name the job: runs with the same key share a history, whatever their arguments
     /// (default: the command line, its program and script by file name).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::parse_key)]
     pub key: Option<String>,
     /// Keep no record of this run (its key's past runs are still read for the prediction
     /// and `--wait-fit`).
@@ -84,9 +84,23 @@ impl Before {
     }
 }
 
+/// The run history, to write to it.
 pub(super) fn open_store() -> Result<Store, String> {
-    let path = Dirs::current().history_db_path();
-    match Store::open(&path) {
+    opened(Store::open(&Dirs::current().history_db_path()))
+}
+
+/// The run history, to read it: read-only when it cannot be written.
+pub(super) fn open_store_to_read() -> Result<Store, String> {
+    opened(Store::open_to_read(&Dirs::current().history_db_path()))
+}
+
+fn opened(
+    result: Result<
+        (Store, Option<headroom_core::store::StoreProblem>),
+        headroom_core::store::StoreError,
+    >,
+) -> Result<Store, String> {
+    match result {
         Ok((store, problem)) => {
             if let Some(problem) = problem {
                 say(&format!("warning: {problem}"));
@@ -149,9 +163,9 @@ impl Compared {
 /// Before a guarded run: its key and the prediction from its past runs, said in one line.
 pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) -> Before {
     let key = job_key(argv, flags.key.as_deref());
-    let prediction = match open_store().and_then(|store| prediction_of(&store, &key)) {
+    let prediction = match open_store_to_read().and_then(|store| prediction_of(&store, &key)) {
         Ok((Some(p), _)) => {
-            say(&format!("{key}: {}", basis(&p)));
+            say(&format!("{}: {}", printable(&key), basis(&p)));
             Some(p)
         }
         Ok((None, _)) => None,
@@ -218,7 +232,7 @@ pub struct HistoryArgs {
     #[command(subcommand)]
     command: Option<HistoryCommand>,
     /// The key whose runs to show (without it: every key, its run count and last verdict).
-    #[arg(value_name = "KEY")]
+    #[arg(value_name = "KEY", value_parser = super::values::parse_key)]
     key: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -236,6 +250,7 @@ enum HistoryCommand {
         /// The key to forget.
         #[arg(
             value_name = "KEY",
+            value_parser = super::values::parse_key,
             required_unless_present = "all",
             conflicts_with = "all"
         )]
@@ -252,17 +267,22 @@ enum HistoryCommand {
         traces: Vec<PathBuf>,
         /// The key they are runs of (needed for a trace; stageload's history keys each run
         /// by its `who` label, else by its command line, unless given).
-        #[arg(long, value_name = "KEY")]
+        #[arg(long, value_name = "KEY", value_parser = super::values::parse_key)]
         key: Option<String>,
         /// The machine's memory (stageload's traces do not say it), e.g. 48G.
-        #[arg(long, value_parser = super::values::parse_size, value_name = "SIZE")]
+        #[arg(long, value_parser = super::values::parse_memory_size, value_name = "SIZE")]
         total_memory: Option<u64>,
     },
 }
 
 /// Runs `headroom history`.
 pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let mut store = open_store().map_err(exit::Invalid)?;
+    // Reading needs no write: a read-only history is read.
+    let mut store = match &args.command {
+        Some(_) => open_store(),
+        None => open_store_to_read(),
+    }
+    .map_err(exit::Invalid)?;
     match &args.command {
         Some(HistoryCommand::Forget { key, all }) => {
             let n = store.forget(if *all { None } else { key.as_deref() })?;
@@ -279,7 +299,7 @@ pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
                     say(&format!(
                         "{}: run {id} of {}: {}",
                         path.display(),
-                        context.key,
+                        printable(&context.key),
                         job.verdict.word()
                     ));
                 }
@@ -293,7 +313,8 @@ pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
                     print_json(&keys)?;
                 } else {
                     for k in keys {
-                        println!("{:>5}  {:<11}  {}", k.runs, k.last_verdict, k.key);
+                        let key = printable(&k.key);
+                        println!("{:>5}  {:<11}  {key}", k.runs, k.last_verdict);
                     }
                 }
             }

@@ -54,7 +54,10 @@ pub fn run(args: &MarkArgs) -> anyhow::Result<ExitCode> {
     }
     // No guard of ours: a `headroom watch` (or the app) may watch the job we are in. Each
     // answers only for its own jobs' processes.
-    let sockets = sockets(&Dirs::current().run_dir());
+    let sockets = match sockets(&Dirs::current()) {
+        Ok(sockets) => sockets,
+        Err(e) => return fail(e.to_string()),
+    };
     for socket in sockets {
         if send_mark(&socket, stage).is_ok() {
             return Ok(ExitCode::SUCCESS);

@@ -34,7 +34,7 @@ pub fn join(
         Some(_) => limits.wait_free_percent = 0.0,
         None => say(&format!(
             "no past run of {}: waiting by --wait-free ({}%)",
-            before.key(),
+            printable(before.key()),
             limits.wait_free_percent
         )),
     }

@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use headroom_core::chart::{save_trace_chart, TraceChartOptions};
+use headroom_core::chart::{trace_chart_svg, TraceChartOptions};
 use headroom_core::drive::{Outcome, Sink};
 use headroom_core::engine::JobView;
+use headroom_core::paths::replace_file;
 use headroom_core::policy::JobEvent;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{due, SampleRecord, Trace};
@@ -133,7 +134,11 @@ impl Report {
                 title: outcome.command.clone(),
                 ..TraceChartOptions::default()
             };
-            match save_trace_chart(&trace, &collected.stages, &opts, chart) {
+            // Beside the named file: replaced, never written through a link planted there.
+            let written = trace_chart_svg(&trace, &collected.stages, &opts)
+                .map_err(anyhow::Error::from)
+                .and_then(|svg| Ok(replace_file(chart, svg.as_bytes(), 0o644)?));
+            match written {
                 Ok(()) => chart_written = true,
                 Err(e) => tracing::warn!(error = %e, "the report's chart"),
             }

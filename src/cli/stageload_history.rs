@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use headroom_core::defaults as d;
 use headroom_core::engine::{FinishedJob, JobMode};
-use headroom_core::fit::{job_key, Taken};
+use headroom_core::fit::{job_key, typed_key, Taken};
 use headroom_core::policy::{EndReason, StopReason, Verdict};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::store::RunContext;
@@ -118,11 +118,11 @@ fn run(record: &Record, ended: SystemTime, key: Option<&str>) -> (FinishedJob, R
         oom_killed: None,
     };
     let argv: Vec<String> = record.cmd.split_whitespace().map(str::to_string).collect();
-    let key = match key {
-        Some(key) => key.to_string(),
-        None if !record.who.trim().is_empty() => record.who.trim().to_string(),
-        None => job_key(&argv, None),
-    };
+    // One normalisation for every key (`typed_key`): the label is a key typed in a file.
+    let key = key
+        .and_then(typed_key)
+        .or_else(|| typed_key(&record.who))
+        .unwrap_or_else(|| job_key(&argv, None));
     let job = FinishedJob {
         identity: ProcessIdentity {
             pid: 0,

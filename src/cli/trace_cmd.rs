@@ -99,7 +99,7 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
         }
         TraceCommand::Replay(args) => {
             let trace = load(&args.file)?;
-            let poll = trace_interval(&trace);
+            let poll = trace.interval(headroom_core::defaults::POLL);
             // The live guard's own checks, down to its fastest near the budget: the trace
             // holds every reading it judged.
             let spec = JobSpec::new(
@@ -151,18 +151,6 @@ fn stage_labels(trace: &Trace) -> Vec<(String, f64)> {
             (most.map_or(name, |f| f.label(tolerance)), t)
         })
         .collect()
-}
-
-/// The trace's sampling interval (its `start` record), default 0.5 s.
-fn trace_interval(trace: &Trace) -> std::time::Duration {
-    let seconds = trace
-        .start
-        .as_ref()
-        .and_then(|m| m.get("interval"))
-        .and_then(serde_json::Value::as_f64)
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(0.5);
-    std::time::Duration::from_secs_f64(seconds)
 }
 
 fn summary_text(s: &Summary) -> String {

@@ -11,6 +11,18 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     units::parse_bytes(text).map_err(|e| e.to_string())
 }
 
+/// clap value parser for a machine's memory (`--total-memory`): a size at most
+/// [`units::MAX_BYTES`], the bound of every byte figure read from a file.
+pub fn parse_memory_size(text: &str) -> Result<u64, String> {
+    parse_size(text).and_then(units::bounded_bytes)
+}
+
+/// clap value parser for a typed key (`--key`, `history KEY`): core's one rule
+/// (`fit::typed_key`: trimmed), not blank.
+pub fn parse_key(text: &str) -> Result<String, String> {
+    headroom_core::fit::typed_key(text).ok_or_else(|| "a key cannot be blank".to_string())
+}
+
 /// clap value parser for percentages 0–100.
 pub fn parse_percent(text: &str) -> Result<f64, String> {
     units::parse_percent(text).map_err(|e| e.to_string())

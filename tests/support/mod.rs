@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod guard;
+pub mod users;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -461,4 +462,38 @@ pub fn hog_argv(size: &str, tag: &str, extra: &[&str]) -> Vec<String> {
     ];
     v.extend(extra.iter().map(|s| s.to_string()));
     v
+}
+
+/// A small tmpfs mounted on a folder (root), unmounted when dropped: a real file system that
+/// fills up.
+pub struct SmallTmpfs {
+    dir: PathBuf,
+}
+
+impl SmallTmpfs {
+    /// Mounts a tmpfs of `size` (`64k`) on `dir` (made if missing).
+    pub fn mount(dir: &Path, size: &str) -> SmallTmpfs {
+        fs::create_dir_all(dir).unwrap();
+        let mounted = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "headroom-test",
+            ])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(mounted.success(), "mount tmpfs on {}", dir.display());
+        SmallTmpfs {
+            dir: dir.to_path_buf(),
+        }
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+    }
 }

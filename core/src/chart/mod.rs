@@ -76,6 +76,17 @@ pub fn output_for_path<'a>(
     }
 }
 
+/// [`trace_chart`] as SVG text.
+pub fn trace_chart_svg(
+    trace: &Trace,
+    stages: &[(String, f64)],
+    opts: &TraceChartOptions,
+) -> Result<String, ChartError> {
+    let mut svg = String::new();
+    trace_chart(trace, stages, opts, ChartOutput::Svg(&mut svg))?;
+    Ok(svg)
+}
+
 /// [`trace_chart`] into the file `path`, SVG or PNG by its extension.
 pub fn save_trace_chart(
     trace: &Trace,

@@ -154,7 +154,7 @@ pub fn run(
         .swap_used_bytes;
     // The job's socket is optional: without it the job is guarded all the same. Its
     // sessions hear the guard's warning (`pushes.rs`).
-    let bound = MarkServer::bind(&Dirs::current().run_dir());
+    let bound = MarkServer::bind(&Dirs::current());
     let mut sinks = sinks;
     if let Ok(server) = &bound {
         sinks.push(Box::new(SessionPushes::new(server.sessions())));

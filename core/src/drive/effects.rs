@@ -30,8 +30,8 @@ pub(super) struct LiveEffects<'a> {
     view: Arc<JobView>,
     /// The job's own cgroup, where it has one: pause and resume freeze and thaw it.
     cgroup: Option<JobCgroup>,
-    /// Where other guards' sockets are, to ask one of their jobs to make room.
-    run_dir: std::path::PathBuf,
+    /// Where other guards' sockets are (the run folder), to ask one of their jobs to make room.
+    dirs: crate::paths::Dirs,
 }
 
 impl<'a> LiveEffects<'a> {
@@ -51,7 +51,7 @@ impl<'a> LiveEffects<'a> {
             terminal,
             view,
             cgroup: None,
-            run_dir: crate::paths::Dirs::current().run_dir(),
+            dirs: crate::paths::Dirs::current(),
         }
     }
 
@@ -106,7 +106,7 @@ impl Effects for LiveEffects<'_> {
     }
 
     fn make_room(&mut self, _job: u64, peer: &Peer) -> Result<(), String> {
-        super::peers::ask(&self.run_dir, peer)
+        super::peers::ask(&self.dirs, peer)
     }
 }
 

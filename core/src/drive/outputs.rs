@@ -49,6 +49,12 @@ pub trait Sink: Send {
     /// Something the user must hear about (another output failed, the driver cannot stop a
     /// member…).
     fn problem(&mut self, _text: &str) {}
+    /// A problem this output hit and goes on from (a job file that cannot be written now),
+    /// for the others to say (the terminal's lines print it): asked after each update; an
+    /// output says each problem once.
+    fn take_problem(&mut self) -> Option<String> {
+        None
+    }
     /// The job is over: write what is left.
     fn finish(&mut self, _view: &JobView) -> io::Result<()> {
         Ok(())
@@ -247,6 +253,13 @@ fn serve(mut sink: Box<dyn Sink>, updates: &Receiver<Update>, problems: &Mutex<V
                 return;
             }
         };
+        if let Some(text) = sink.take_problem() {
+            tracing::warn!("{text}");
+            problems
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(text);
+        }
         if let Err(e) = result {
             let text = format!(
                 "{} failed: {e}; it is dropped, the job stays watched",

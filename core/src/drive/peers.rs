@@ -3,11 +3,11 @@
 //! caller) at most every [`PEERS_EVERY`]; and the ask to one of them to pause in this job's
 //! place, over that guard's socket ([`crate::marks`], `yield`).
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::effects::Control;
 use crate::marks::{send_control, socket_path, Sent};
+use crate::paths::Dirs;
 use crate::policy::order::{Peer, PeerAt};
 
 /// How often the job files are read again for the pause order (a guard's own file is
@@ -56,14 +56,23 @@ impl PeerBoard {
     }
 }
 
-/// Asks `peer`'s guard (a terminal guard or the app), whose socket is in `run_dir`, to
-/// pause it (`yield`); `Ok` once it is paused (or was already). Waits for the answer at most
+/// Asks `peer`'s guard (a terminal guard or the app), whose socket is in `dirs`' run folder
+/// (checked ours from its first folder down, [`Dirs::open_private`]), to pause it (`yield`);
+/// `Ok` once it is paused (or was already). Waits for the answer at most
 /// [`crate::marks::ANSWER_WAIT`].
-pub fn ask(run_dir: &Path, peer: &Peer) -> Result<(), String> {
+pub fn ask(dirs: &Dirs, peer: &Peer) -> Result<(), String> {
     let PeerAt::Guard { guard_pid } = peer.at else {
         return Err("not another guard's job".into());
     };
-    match send_control(&socket_path(run_dir, guard_pid), Control::Yield, peer.pid) {
+    let run = dirs
+        .open_private(&dirs.run_dir)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{} does not exist", dirs.run_dir.display()))?;
+    match send_control(
+        &socket_path(run.path(), guard_pid),
+        Control::Yield,
+        peer.pid,
+    ) {
         Ok(Sent::Done) => Ok(()),
         Ok(Sent::Queued) => Err(format!(
             "the guard of pid {} did not answer in time",

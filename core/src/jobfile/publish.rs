@@ -3,7 +3,8 @@
 //! of its engine). A file is written when its job's state changes at once, when its members
 //! change within [`MEMBERS_EVERY`] (at once while the job is not running: a paused job's
 //! members must be named for anyone else to resume them), and when its figures change at
-//! most every [`PUBLISH_EVERY`]. A failure to write is logged once and never stops a guard.
+//! most every [`PUBLISH_EVERY`]. A failure to write is said once (the guard's terminal lines
+//! print it) and never stops a guard.
 
 use std::collections::HashMap;
 use std::io;
@@ -47,13 +48,21 @@ impl Written {
     }
 }
 
-/// Writes `file` into `dir`; the first failure is logged (`failed` remembers it).
-fn write(dir: &std::path::Path, file: &JobFile, failed: &mut bool) {
-    if let Err(e) = file.write_atomic(dir) {
-        if !*failed {
-            tracing::warn!(error = %e, "cannot publish the job for the app");
+/// Writes `file` into `dir`; the first failure is logged (`failed` remembers it) and
+/// returned, the others are not.
+fn write(dir: &std::path::Path, file: &JobFile, failed: &mut bool) -> Option<String> {
+    match file.write_atomic(dir) {
+        Err(e) if !*failed => {
             *failed = true;
+            let text = format!(
+                "the job file cannot be written ({e}): `headroom status`, `serve`, the app and \
+                 other guards do not see this job's progress until it can (said once; the job \
+                 stays guarded)"
+            );
+            tracing::warn!("{text}");
+            Some(text)
         }
+        _ => None,
     }
 }
 
@@ -67,6 +76,8 @@ pub struct Publisher {
     guard: ProcessIdentity,
     written: Written,
     failed: bool,
+    /// The first failure to write, until the terminal's lines have it.
+    problem: Option<String>,
 }
 
 impl Publisher {
@@ -77,6 +88,7 @@ impl Publisher {
             guard,
             written: Written::default(),
             failed: false,
+            problem: None,
         }
     }
 
@@ -84,7 +96,9 @@ impl Publisher {
     fn publish(&mut self, view: &JobView, force: bool) {
         let file = JobFile::of_view(view, self.guard, unix_ms(SystemTime::now()));
         if self.written.due(&file, force) {
-            write(&self.dir, &file, &mut self.failed);
+            if let Some(text) = write(&self.dir, &file, &mut self.failed) {
+                self.problem = Some(text);
+            }
             self.written.last = Some((Instant::now(), file));
         }
     }
@@ -115,6 +129,10 @@ impl Sink for Publisher {
     fn finish(&mut self, view: &JobView) -> io::Result<()> {
         self.publish(view, true);
         Ok(())
+    }
+
+    fn take_problem(&mut self) -> Option<String> {
+        self.problem.take()
     }
 }
 
@@ -160,7 +178,8 @@ impl Board {
             let file = JobFile::of_view(view, self.guard, now_ms);
             let written = self.written.entry(view.id).or_default();
             if written.due(&file, false) {
-                write(&self.dir, &file, &mut self.failed);
+                // The app has no terminal: the failure is in its log (said once).
+                let _ = write(&self.dir, &file, &mut self.failed);
                 written.last = Some((Instant::now(), file));
             }
         }

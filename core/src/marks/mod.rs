@@ -42,8 +42,10 @@
 //! `queued` means the request was handed to the job's driver, which had not answered within
 //! a second: it will be carried out if it still makes sense then. One-request connections
 //! are served concurrently, at most [`MAX_CONNECTIONS`] at a time (a new one closes the
-//! oldest), each with [`LINE_DEADLINE`] in all to send its line: idle or byte-dripping
-//! clients cannot delay anybody's request. Sessions have no deadline (a job marks when it
+//! oldest whose line is not read yet), each with [`LINE_DEADLINE`] in all to send its line:
+//! idle or byte-dripping clients cannot delay anybody's request. A request once read is
+//! answered: a connection is closed to make room only before its line is taken, so a
+//! request said to have failed was never carried out. Sessions have no deadline (a job marks when it
 //! likes) and are counted apart, at most [`MAX_SESSIONS`] (a new one closes the oldest);
 //! each of their lines is at most 1 KiB too.
 //!
@@ -56,7 +58,10 @@
 //! The same socket takes requests about a job from its owner: `headroom resume PID` and
 //! `headroom stop PID` send `{"control":"resume","pid":PID}` (or `"stop"`, `"pause"`), and
 //! the server whose job has that pid as its leader answers `ok`. Only the user who runs the
-//! guard can connect (the socket is 0600 in a 0700 folder).
+//! guard can connect (the socket is 0600 in a folder checked private from its first folder
+//! down, [`Dirs::make_private`]), and both ends ask the kernel who the other is
+//! (`unix::peer`): a client talks only to a server of its own user (or root's), a server takes
+//! control requests only from one.
 
 mod session;
 mod wire;
@@ -74,11 +79,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::unix::peer::peer_pid;
+use crate::paths::{Dirs, PrivateDir};
+use crate::unix::peer::{peer_pid, peer_uid};
+use crate::unix::signals::current_uid;
 
 /// The environment variable that holds the mark socket's path, for the job's processes.
 pub const MARK_ENV: &str = "HEADROOM_MARK";
-/// Connections served at once at most; a new one closes the oldest.
+/// Connections served at once at most; a new one closes the oldest whose request is not
+/// read yet (or, when all of them are being answered, is closed itself).
 pub const MAX_CONNECTIONS: usize = 32;
 /// How long a client waits for the answer in all.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
@@ -108,15 +116,17 @@ pub struct MarkServer {
     path: PathBuf,
     listener: Option<UnixListener>,
     sessions: Sessions,
+    _dir: PrivateDir,
 }
 
 impl MarkServer {
-    /// Listens on `socket_path(marks_dir, our pid)`, creating `marks_dir` (private: see
-    /// [`crate::paths::ensure_private_dir`]) and
-    /// replacing a stale socket of a dead process with our pid.
-    pub fn bind(marks_dir: &Path) -> io::Result<MarkServer> {
-        crate::paths::ensure_private_dir(marks_dir)?;
-        let path = socket_path(marks_dir, std::process::id());
+    /// Listens on `socket_path(run dir, our pid)` in `dirs`' run folder, made private or
+    /// checked to be from its first folder down ([`Dirs::make_private`]: a folder of another
+    /// user on the way is an error naming it), replacing a stale socket of a dead process
+    /// with our pid.
+    pub fn bind(dirs: &Dirs) -> io::Result<MarkServer> {
+        let dir = dirs.make_private(&dirs.run_dir)?;
+        let path = socket_path(dir.path(), std::process::id());
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
@@ -124,6 +134,7 @@ impl MarkServer {
             path,
             listener: Some(listener),
             sessions: Sessions::default(),
+            _dir: dir,
         })
     }
 
@@ -138,7 +149,7 @@ impl MarkServer {
     }
 
     /// Serves requests until the process ends: connections concurrently (at most
-    /// [`MAX_CONNECTIONS`], the oldest closed for a new one), each read within
+    /// [`MAX_CONNECTIONS`], the oldest not yet read closed for a new one), each read within
     /// [`LINE_DEADLINE`]; `accept(peer_pid, request)` says what to answer.
     pub fn serve(
         &mut self,
@@ -163,10 +174,55 @@ impl MarkServer {
     }
 }
 
-/// The connections being served, oldest first.
-type Open = Arc<Mutex<VecDeque<(u64, UnixStream)>>>;
+/// The connections being served: those whose request is not read yet, oldest first (the
+/// ones a new connection may close), and how many requests were read and are being answered
+/// (never closed: a request taken is answered).
+#[derive(Debug, Default)]
+struct Served {
+    waiting: VecDeque<(u64, UnixStream)>,
+    taken: usize,
+}
 
-/// Registers connection `n` (closing the oldest past the limit) and answers it on a thread.
+impl Served {
+    /// Makes room for one more connection: closes the oldest one still waiting for its
+    /// request; false when every one being served has its request taken (the new one is
+    /// then closed instead).
+    fn make_room(&mut self) -> bool {
+        if self.waiting.len() + self.taken < MAX_CONNECTIONS {
+            return true;
+        }
+        match self.waiting.pop_front() {
+            Some((_, oldest)) => {
+                let _ = oldest.shutdown(Shutdown::Both);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes connection `n`'s request: false when it was closed to make room first.
+    fn take(&mut self, n: u64) -> bool {
+        let before = self.waiting.len();
+        self.waiting.retain(|(id, _)| *id != n);
+        let taken = self.waiting.len() < before;
+        self.taken += usize::from(taken);
+        taken
+    }
+
+    /// Connection `n` is done with, its request `taken` or not.
+    fn done(&mut self, n: u64, taken: bool) {
+        if taken {
+            self.taken = self.taken.saturating_sub(1);
+        } else {
+            self.waiting.retain(|(id, _)| *id != n);
+        }
+    }
+}
+
+type Open = Arc<Mutex<Served>>;
+
+/// Registers connection `n` (closing the oldest not yet taken past the limit) and answers
+/// it on a thread.
 fn handle<F>(
     n: u64,
     stream: UnixStream,
@@ -178,25 +234,25 @@ where
     F: Fn(u32, Request) -> Answer + Send + Sync + 'static,
 {
     {
-        let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
-        while open.len() >= MAX_CONNECTIONS {
-            if let Some((_, oldest)) = open.pop_front() {
-                let _ = oldest.shutdown(Shutdown::Both);
-            }
+        let mut served = open.lock().unwrap_or_else(PoisonError::into_inner);
+        if !served.make_room() {
+            return stream.shutdown(Shutdown::Both);
         }
-        open.push_back((n, stream.try_clone()?));
+        served.waiting.push_back((n, stream.try_clone()?));
     }
     let (open, accept, sessions) = (Arc::clone(open), Arc::clone(accept), sessions.clone());
     std::thread::Builder::new()
         .name("headroom-mark".into())
         .spawn(move || {
-            // A session is counted apart from here on (its own limit, no deadline).
-            let leave = || {
-                open.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .retain(|(id, _)| *id != n);
+            let lock = || open.lock().unwrap_or_else(PoisonError::into_inner);
+            let taken = std::cell::Cell::new(false);
+            let take = || {
+                taken.set(lock().take(n));
+                taken.get()
             };
-            if let Err(e) = answer(stream, &*accept, &sessions, &leave) {
+            // A session is counted apart from its hello on (its own limit, no deadline).
+            let leave = || lock().done(n, taken.replace(false));
+            if let Err(e) = answer(stream, take, &*accept, &sessions, &leave) {
                 tracing::debug!(error = %e, "a mark connection failed");
             }
             leave();
@@ -243,10 +299,13 @@ fn read_line(mut stream: &UnixStream) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// Reads one line from `stream`, checks it and its sender, answers; a hello begins a
-/// session (`session.rs`), which is served here until it ends (`leave` is called first).
+/// Reads one line from `stream`, takes it (`take`: false when the connection was closed
+/// to make room before its line was read: it is then dropped, not carried out), checks it
+/// and its sender, answers; a hello begins a session (`session.rs`), which is served here
+/// until it ends (`leave` is called first).
 fn answer(
     stream: UnixStream,
+    take: impl FnOnce() -> bool,
     accept: &impl Fn(u32, Request) -> Answer,
     sessions: &Sessions,
     leave: &dyn Fn(),
@@ -255,13 +314,17 @@ fn answer(
     let Some(line) = read_line(&stream)? else {
         return Ok(()); // nothing whole in time: closed without an answer
     };
+    if !take() {
+        return Ok(()); // closed to make room: never carried out
+    }
     // After the read: on macOS the peer pid is the last process that used the socket, so
     // asked now it is the one that sent this line (`unix::peer`).
     let pid = peer_pid(&stream)?;
-    let verdict = match parse_line(line) {
+    let uid = peer_uid(&stream)?;
+    let verdict = match parse_from(line, uid) {
         Ok(Request::Hello) => {
             leave();
-            return session::begin(stream, pid, accept, sessions);
+            return session::begin(stream, pid, uid, accept, sessions);
         }
         Ok(request) => accept(pid, request),
         Err(why) => Answer::Refused(why),
@@ -285,6 +348,23 @@ pub enum MarkError {
     /// The guard answered with an error.
     #[error("{0}")]
     Refused(String),
+    /// The server is another user's: nothing was sent to it.
+    #[error(
+        "refusing {}: it is served by uid {uid}, not by you (uid {me}) or root: another user \
+         took the place of a Headroom socket",
+        path.display()
+    )]
+    Stranger {
+        /// The socket path.
+        path: PathBuf,
+        /// The server's uid.
+        uid: u32,
+        /// Ours.
+        me: u32,
+    },
+    /// The run folder is not ours (or cannot be read): no socket in it is talked to.
+    #[error("{0}")]
+    Folder(io::Error),
     /// Sending or reading failed midway.
     #[error("talking to {}: {source}", path.display())]
     Io {
@@ -320,10 +400,19 @@ pub fn send_control(path: &Path, control: Control, pid: u32) -> Result<Sent, Mar
     send_line(path, &Line::Control { control, pid })
 }
 
-/// The mark sockets under `marks_dir` (guards, watches and the app each have one).
-pub fn sockets(marks_dir: &Path) -> Vec<PathBuf> {
+/// The mark sockets in `dirs`' run folder (guards, watches and the app each have one), once
+/// it is checked ours from its first folder down ([`Dirs::open_private`]); none when it
+/// does not exist yet.
+pub fn sockets(dirs: &Dirs) -> Result<Vec<PathBuf>, MarkError> {
+    let Some(dir) = dirs
+        .open_private(&dirs.run_dir)
+        .map_err(MarkError::Folder)?
+    else {
+        return Ok(Vec::new());
+    };
+    let marks_dir = dir.path();
     let Ok(entries) = std::fs::read_dir(marks_dir) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut out: Vec<PathBuf> = entries
         .flatten()
@@ -334,7 +423,24 @@ pub fn sockets(marks_dir: &Path) -> Vec<PathBuf> {
         })
         .collect();
     out.sort();
-    out
+    Ok(out)
+}
+
+/// True for a peer whose requests (or answers) are taken: our own user, or root.
+fn trusted(uid: u32) -> bool {
+    uid == current_uid() || uid == 0
+}
+
+/// Parses a line sent by a peer of `uid`: a control request is refused unless that peer is
+/// [`trusted`] (marks and events are checked against the job's members instead).
+fn parse_from(line: Vec<u8>, uid: u32) -> Result<Request, String> {
+    match parse_line(line)? {
+        Request::Control { .. } if !trusted(uid) => Err(format!(
+            "uid {uid} may not control the jobs of uid {}",
+            current_uid()
+        )),
+        request => Ok(request),
+    }
 }
 
 fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
@@ -346,6 +452,15 @@ fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
         path: path.to_path_buf(),
         source,
     })?;
+    // Who listens there, by the kernel's word, before anything is sent.
+    let uid = peer_uid(&stream).map_err(io_err)?;
+    if !trusted(uid) {
+        return Err(MarkError::Stranger {
+            path: path.to_path_buf(),
+            uid,
+            me: current_uid(),
+        });
+    }
     stream.set_read_timeout(Some(ANSWER_WAIT)).map_err(io_err)?;
     stream
         .set_write_timeout(Some(LINE_DEADLINE))
@@ -386,7 +501,8 @@ mod tests {
     #[test]
     fn a_mark_reaches_the_server_with_the_senders_pid() {
         let dir = tempfile::tempdir().unwrap();
-        let mut server = MarkServer::bind(dir.path()).unwrap();
+        let dirs = Dirs::under(dir.path());
+        let mut server = MarkServer::bind(&dirs).unwrap();
         let path = server.path().to_path_buf();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
@@ -416,7 +532,7 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
             (4321, "resume".to_string())
         );
-        assert_eq!(sockets(dir.path()), vec![path.clone()]);
+        assert_eq!(sockets(&dirs).unwrap(), vec![path.clone()]);
         let refused = send_mark(&path, "forbidden").unwrap_err();
         assert_eq!(refused.to_string(), "not in this job");
         // A line that is not a mark, and one far too long, are refused with a reason.
@@ -441,7 +557,7 @@ mod tests {
         dir: &Path,
         members: bool,
     ) -> (MarkServer, PathBuf, mpsc::Receiver<(u32, String)>) {
-        let mut server = MarkServer::bind(dir).unwrap();
+        let mut server = MarkServer::bind(&Dirs::under(dir)).unwrap();
         let path = server.path().to_path_buf();
         let (tx, rx) = mpsc::channel();
         server

@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::wire::{
-    parse_line, write_answer, Answer, Request, LINE_DEADLINE, MAX_LINE_BYTES, PROTOCOL_VERSION,
-};
+use super::parse_from;
+use super::wire::{write_answer, Answer, Request, LINE_DEADLINE, MAX_LINE_BYTES, PROTOCOL_VERSION};
 use crate::unix::peer::peer_pid;
 
 /// Sessions open at once at most; a new one closes the oldest.
@@ -126,11 +125,12 @@ impl Sessions {
     }
 }
 
-/// A hello came from `pid` on `stream`: greets it when `accept` takes it (a live member of
+/// A hello came from `pid` (of user `uid`) on `stream`: greets it when `accept` takes it (a live member of
 /// a job here), then answers its lines until it closes. Returns when the session ends.
 pub(super) fn begin(
     stream: UnixStream,
     pid: u32,
+    uid: u32,
     accept: &impl Fn(u32, Request) -> Answer,
     sessions: &Sessions,
 ) -> io::Result<()> {
@@ -149,7 +149,7 @@ pub(super) fn begin(
     );
     write_line(&writer, greeting.as_bytes())?;
     let id = sessions.add(Arc::clone(&writer));
-    let served = serve_lines(&stream, &writer, accept);
+    let served = serve_lines(&stream, &writer, uid, accept);
     sessions.close(id);
     served
 }
@@ -159,6 +159,7 @@ pub(super) fn begin(
 fn serve_lines(
     stream: &UnixStream,
     writer: &Writer,
+    uid: u32,
     accept: &impl Fn(u32, Request) -> Answer,
 ) -> io::Result<()> {
     stream.set_read_timeout(None)?;
@@ -171,7 +172,7 @@ fn serve_lines(
             return Ok(()); // the client closed
         }
         let cut = !line.ends_with(b"\n");
-        let verdict = match parse_line(line) {
+        let verdict = match parse_from(line, uid) {
             Ok(Request::Hello) => Answer::Refused("this session has begun already".into()),
             Ok(request) => accept(peer_pid(stream)?, request),
             Err(why) => Answer::Refused(why),

@@ -80,11 +80,13 @@ impl Drop for Locked {
 }
 
 fn lock(dir: &Path) -> io::Result<Locked> {
-    fs::create_dir_all(dir)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    crate::paths::Dirs::current().make_private(dir)?;
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(dir.join(LOCK_FILE))?;
     file.lock()?;
     Ok(Locked(file))

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::form::SettingsUpdate;
 use super::model::Settings;
 use super::values::{
-    check_interval, check_percent, check_size, parse_address, parse_interval, parse_size,
+    check_interval, check_percent, check_seconds, check_size, parse_address, parse_interval,
+    parse_size,
 };
 use crate::units::parse_percent;
 
@@ -145,16 +146,10 @@ fn line_of(bytes: &[u8], offset: usize) -> usize {
 }
 
 fn de_interval<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let seconds = |s: f64| {
-        (0.0..1e12)
-            .contains(&s)
-            .then(|| Duration::from_secs_f64(s))
-            .ok_or_else(|| format!("invalid duration {s}"))
-    };
     match toml::Value::deserialize(d)? {
         toml::Value::String(s) => parse_interval(&s),
-        toml::Value::Integer(n) => seconds(n as f64).and_then(check_interval),
-        toml::Value::Float(f) => seconds(f).and_then(check_interval),
+        toml::Value::Integer(n) => check_seconds(n as f64).and_then(check_interval),
+        toml::Value::Float(f) => check_seconds(f).and_then(check_interval),
         other => Err(wrong_type("a duration such as \"0.5s\"", &other)),
     }
     .map(Some)

@@ -30,7 +30,6 @@ mod form;
 mod model;
 mod values;
 
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -48,7 +47,7 @@ impl Settings {
     /// used gives the defaults and a problem; if it was unusable rather than unreadable, it
     /// is moved aside and the defaults are written in its place. Never panics.
     pub fn load(path: &Path) -> (Settings, Option<SettingsProblem>) {
-        let bytes = match fs::read(path) {
+        let bytes = match crate::unix::fifo::read_regular(path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return (Settings::default(), None),
             Err(e) => {

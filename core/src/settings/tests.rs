@@ -7,6 +7,7 @@ use crate::policy::Limits;
 
 use super::values::parse_interval;
 use super::*;
+use std::fs;
 
 fn dir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()

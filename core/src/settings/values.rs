@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::model::{DEFAULT_METRICS_ADDRESS, MAX_SAMPLE_INTERVAL, MIN_SAMPLE_INTERVAL};
-use crate::units::{parse_bytes, parse_duration};
+use crate::units::{bounded_bytes, bounded_percent, bounded_seconds, parse_bytes, parse_duration};
 
 /// An `IP:PORT` address.
 pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
@@ -49,18 +49,24 @@ pub(super) fn check_interval(d: Duration) -> Result<Duration, String> {
     }
 }
 
+/// A size: more than 0, at most what a machine can have (the bounds of every number read
+/// from a file: [`crate::units::bounded_bytes`]).
 pub(super) fn check_size(bytes: u64) -> Result<u64, String> {
     if bytes > 0 {
-        Ok(bytes)
+        bounded_bytes(bytes)
     } else {
         Err("must be more than 0".into())
     }
 }
 
+/// A percentage from 0 to 100 ([`crate::units::bounded_percent`]).
 pub(super) fn check_percent(p: f64) -> Result<f64, String> {
-    if (0.0..=100.0).contains(&p) {
-        Ok(p)
-    } else {
-        Err(format!("must be a percent from 0 to 100, not {p}"))
-    }
+    bounded_percent(p).map_err(|_| format!("must be a percent from 0 to 100, not {p}"))
+}
+
+/// A number of seconds as a file writes it ([`crate::units::bounded_seconds`]).
+pub(super) fn check_seconds(seconds: f64) -> Result<Duration, String> {
+    bounded_seconds(seconds)
+        .map(Duration::from_secs_f64)
+        .map_err(|_| format!("invalid duration {seconds}"))
 }

@@ -25,6 +25,7 @@ use crate::paths::{move_aside, unix_seconds_now};
 use crate::units::unix_ms;
 
 mod jobs;
+mod read_only;
 mod runs;
 pub use jobs::JobRecord;
 pub use runs::{KeySummary, RunContext, RunRow};
@@ -194,11 +195,13 @@ impl Store {
     /// moved aside and replaced by a fresh one, reported in the returned problem.
     pub fn open(path: &Path) -> Result<(Store, Option<StoreProblem>), StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-                what: "creating",
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            crate::paths::Dirs::current()
+                .make_private(dir)
+                .map_err(|source| StoreError::Io {
+                    what: "creating",
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
         }
         let opened = match Store::try_open_patiently(path) {
             Ok(store) => return Ok((store, None)),

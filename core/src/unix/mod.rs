@@ -1,5 +1,6 @@
 //! The OS boundary for acting on processes (Unix): signals, job control, socket peers, the
-//! host name, and opening an output that may be a FIFO.
+//! host name, opening an output that may be a FIFO, and folders opened step by step by
+//! descriptor.
 //!
 //! Thin, checked wrappers that only report errors; every safety rule (identity re-checks,
 //! never pid 0/1, ourselves or another user's process) lives in [`crate::enforce`]. Memory
@@ -9,6 +10,7 @@
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 pub mod fifo;
+pub mod folder;
 pub mod host;
 pub mod jobctl;
 pub mod peer;

@@ -1,6 +1,8 @@
 //! Who is on the other end of a Unix socket: the kernel's word for the peer's pid (Linux
 //! `SO_PEERCRED`, macOS `LOCAL_PEERPID`), so a stage mark is taken only from a process of the
-//! job it marks, by construction rather than by trusting what the client says.
+//! job it marks, by construction rather than by trusting what the client says; and for the
+//! peer's user (Linux `SO_PEERCRED`, macOS and the BSDs `getpeereid`), so a client talks
+//! only to a server of its own user (or root's) and a server takes requests only from one.
 //!
 //! The two differ: Linux gives the pid that called `connect` (fixed at connect); macOS gives
 //! the last process that used the peer's socket (`so_last_pid`, `bsd/kern/uipc_usrreq.c`),
@@ -17,6 +19,44 @@ use std::os::unix::net::UnixStream;
 pub fn peer_pid(stream: &UnixStream) -> io::Result<u32> {
     let pid = raw_peer_pid(stream.as_raw_fd())?;
     u32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
+}
+
+/// The uid of the peer of `stream` (the user of the process that connected it, or that
+/// listens on it): fixed when the connection was made.
+pub fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    raw_peer_uid(stream.as_raw_fd())
+}
+
+/// Linux: `SO_PEERCRED`.
+#[cfg(target_os = "linux")]
+fn raw_peer_uid(fd: RawFd) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    socket_option(fd, libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred)?;
+    Ok(cred.uid)
+}
+
+/// macOS and FreeBSD: `getpeereid` (the effective uid the peer had when it connected or
+/// listened).
+#[cfg(any(target_os = "macos", target_os = "freebsd"))]
+fn raw_peer_uid(fd: RawFd) -> io::Result<u32> {
+    let mut uid: libc::uid_t = 0;
+    let mut gid: libc::gid_t = 0;
+    // SAFETY: both out-pointers are valid for writes of their types during the call.
+    let rc = unsafe { libc::getpeereid(fd, &mut uid, &mut gid) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(uid)
+}
+
+/// Other Unixes: unknown, so no peer is ever trusted.
+#[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "freebsd")))]
+fn raw_peer_uid(_fd: RawFd) -> io::Result<u32> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
 /// Linux: `SO_PEERCRED`.
@@ -71,5 +111,6 @@ mod tests {
     fn the_peer_of_our_own_pair_is_us() {
         let (a, _b) = UnixStream::pair().unwrap();
         assert_eq!(peer_pid(&a).unwrap(), std::process::id());
+        assert_eq!(peer_uid(&a).unwrap(), crate::unix::signals::current_uid());
     }
 }

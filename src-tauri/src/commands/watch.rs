@@ -88,9 +88,9 @@ pub fn guard(
     add_job(&state, pid, JobMode::Guard, limits, named_key(key))
 }
 
-/// A key as typed in the Guard form: `None` when blank.
+/// A key as typed in the Guard form (core's one rule: `typed_key`): `None` when blank.
 pub fn named_key(key: Option<String>) -> Option<String> {
-    key.map(|k| k.trim().to_string()).filter(|k| !k.is_empty())
+    key.as_deref().and_then(headroom_core::fit::typed_key)
 }
 
 /// Stop watching or guarding a job (never stops its process).

@@ -14,21 +14,29 @@
 //! `$HEADROOM_HOME/state`, so tests and the app's end-to-end tests can isolate themselves.
 //! If no home directory can be found at all (a service account without `$HOME`), the folders
 //! fall back to `<temp dir>/headroom-<uid>/{data,config,state}`: Headroom still works, but
-//! its history and settings may not outlive a reboot. That folder is private (0700) and must
-//! be ours: one another user made first is refused ([`ensure_private_dir`]), never used.
+//! its history and settings may not outlive a reboot.
 //!
 //! [`Dirs::run_dir`] holds the jobs' sockets: a private per-user folder whose socket paths
 //! always fit `sun_path` (104 bytes on macOS, 108 on Linux), so a long home never turns
-//! pause, resume, stop and stage marks off.
+//! pause, resume, stop and stage marks off. Without `$XDG_RUNTIME_DIR` it is
+//! `/tmp/headroom-<uid>/run`, in a folder everyone may write.
 //!
-//! Nothing here creates a folder but [`ensure_private_dir`]; writers create what they need
-//! ([`write_atomic`] does).
+//! Every folder is private (0700) and ours, from the first folder of its path that Headroom
+//! makes or reuses down: [`Dirs::make_private`] makes or checks it step by step by descriptor
+//! ([`private`]), so one another user made first (in a shared `/tmp`), or a link planted in
+//! the path, is refused with an error naming it, never used. Writers of files create what
+//! they need ([`write_atomic`] does).
 
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+mod private;
+
+use private::Missing;
+pub use private::PrivateDir;
 
 /// The environment variable that moves all of Headroom's files under one folder.
 pub const HOME_ENV: &str = "HEADROOM_HOME";
@@ -49,6 +57,10 @@ pub struct Dirs {
     pub state_dir: PathBuf,
     /// The jobs' sockets (see [`Dirs::run_dir`]).
     pub run_dir: PathBuf,
+    /// The first folder of each path above that Headroom makes or reuses (`$HEADROOM_HOME`,
+    /// the platform's `…/headroom`, `/tmp/headroom-UID`): it and every folder below it must
+    /// be ours ([`Dirs::make_private`]).
+    anchors: Vec<PathBuf>,
 }
 
 /// The longest socket path Headroom makes, bytes, its NUL left out: `sun_path` is 104 bytes
@@ -70,9 +82,11 @@ impl Dirs {
     pub fn under(home: impl AsRef<Path>) -> Self {
         let home = home.as_ref();
         let run = home.join("run");
+        let mut anchors = vec![home.to_path_buf()];
         let run_dir = if fits_sockets(&run) {
             run
         } else {
+            anchors.push(user_tmp_run_base());
             user_run_dir().join(format!(
                 "h{:016x}",
                 fnv1a(home.as_os_str().as_encoded_bytes())
@@ -83,6 +97,7 @@ impl Dirs {
             config_dir: home.join("config"),
             state_dir: home.join("state"),
             run_dir,
+            anchors,
         }
     }
 
@@ -97,11 +112,19 @@ impl Dirs {
                 let state_dir = project
                     .state_dir()
                     .map_or_else(|| data_dir.clone(), Path::to_path_buf);
+                let config_dir = project.config_dir().to_path_buf();
+                let (run_dir, run_anchor) = platform_run_dir();
                 Dirs {
-                    config_dir: project.config_dir().to_path_buf(),
+                    anchors: vec![
+                        data_dir.clone(),
+                        config_dir.clone(),
+                        state_dir.clone(),
+                        run_anchor,
+                    ],
+                    config_dir,
                     data_dir,
                     state_dir,
-                    run_dir: platform_run_dir(),
+                    run_dir,
                 }
             }
             None => Dirs::under(user_tmp_dir()),
@@ -134,6 +157,34 @@ impl Dirs {
     pub fn history_db_path(&self) -> PathBuf {
         self.data_dir.join(HISTORY_DB_FILE)
     }
+
+    /// `dir` (one of these folders, or a folder in one) made private, or checked to be, from
+    /// the first folder of its path that Headroom makes or reuses down (see [`private`]): a
+    /// folder of another user, or a link, on the way is an error that names it.
+    pub fn make_private(&self, dir: &Path) -> io::Result<PrivateDir> {
+        private::walk(self.anchor_of(dir), dir, Missing::Make)?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} could not be made", dir.display()),
+            )
+        })
+    }
+
+    /// [`Dirs::make_private`] for a reader: nothing is made, `None` when `dir` (or a folder
+    /// above it) does not exist yet.
+    pub fn open_private(&self, dir: &Path) -> io::Result<Option<PrivateDir>> {
+        private::walk(self.anchor_of(dir), dir, Missing::Stop)
+    }
+
+    /// The first folder Headroom makes or reuses on `dir`'s path: the deepest anchor it is
+    /// in, else `dir` itself.
+    fn anchor_of<'a>(&'a self, dir: &'a Path) -> &'a Path {
+        self.anchors
+            .iter()
+            .filter(|a| dir.starts_with(a))
+            .max_by_key(|a| a.components().count())
+            .map_or(dir, PathBuf::as_path)
+    }
 }
 
 /// True when every socket path in `dir` fits `sun_path`.
@@ -146,18 +197,24 @@ fn user_tmp_dir() -> PathBuf {
     std::env::temp_dir().join(format!("headroom-{}", crate::unix::signals::current_uid()))
 }
 
-/// `/tmp/headroom-<uid>/run`: short on every OS (a per-user `$TMPDIR` on macOS is long).
-fn user_run_dir() -> PathBuf {
+/// `/tmp/headroom-<uid>`: the per-user folder of [`user_run_dir`], in a folder everyone may
+/// write: the first one Headroom makes or reuses there, so it must be ours.
+fn user_tmp_run_base() -> PathBuf {
     PathBuf::from(format!(
         "/tmp/headroom-{}",
         crate::unix::signals::current_uid()
     ))
-    .join("run")
 }
 
-/// The platform's run folder: `$XDG_RUNTIME_DIR/headroom` on Linux when it is set and
-/// short enough, else [`user_run_dir`].
-fn platform_run_dir() -> PathBuf {
+/// `/tmp/headroom-<uid>/run`: short on every OS (a per-user `$TMPDIR` on macOS is long).
+fn user_run_dir() -> PathBuf {
+    user_tmp_run_base().join("run")
+}
+
+/// The platform's run folder and the first folder of its path that Headroom makes:
+/// `$XDG_RUNTIME_DIR/headroom` on Linux when it is set and short enough, else
+/// [`user_run_dir`] (under [`user_tmp_run_base`]).
+fn platform_run_dir() -> (PathBuf, PathBuf) {
     #[cfg(target_os = "linux")]
     if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
@@ -165,9 +222,9 @@ fn platform_run_dir() -> PathBuf {
         .map(|p| p.join("headroom"))
         .filter(|p| fits_sockets(p))
     {
-        return runtime;
+        return (runtime.clone(), runtime);
     }
-    user_run_dir()
+    (user_run_dir(), user_tmp_run_base())
 }
 
 /// FNV-1a, 64 bits: a short, stable name for a long path.
@@ -177,56 +234,24 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Creates `dir` (and its parents) private to us, or checks that it is: a folder (not a
-/// link), owned by our uid, with no access for group or others. A folder another user made
-/// first (in a shared `/tmp`) is refused with an error that says so, never used: it could
-/// read our job files or take our sockets' place.
-pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !parent.exists() {
-            ensure_private_dir(parent)?;
-        }
-    }
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let meta = fs::symlink_metadata(dir)?;
-    let refuse = |why: String| {
-        Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("refusing {}: {why}", dir.display()),
-        ))
-    };
-    let uid = crate::unix::signals::current_uid();
-    if !meta.is_dir() {
-        return refuse("not a folder".into());
-    }
-    if meta.uid() != uid {
-        return refuse(format!(
-            "owned by uid {}, not by us (uid {uid})",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o077 != 0 {
-        // Ours: make it private again.
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
+/// Writes `contents` to `path` atomically: to a temporary file in the same folder (mode 0600:
+/// Headroom's files hold command lines), flushed to disk, then renamed over `path`. Readers
+/// see the old file or the new one, never a part. The parent folder is made private, or
+/// checked to be, from the first folder Headroom makes or reuses on its path
+/// ([`Dirs::make_private`] of [`Dirs::current`]).
+pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    Dirs::current().make_private(folder_of(path))?;
+    replace_file(path, contents, 0o600)
 }
 
-/// Writes `contents` to `path` atomically: to a temporary file in the same folder, flushed to
-/// disk, then renamed over `path`. Readers see the old file or the new one, never a part.
-/// Creates the parent folder if needed.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+/// Replaces `path` with a new file of `contents` (`mode`, less the umask), atomically: a
+/// temporary file in the same folder, flushed to disk, renamed over it. What was at `path`
+/// is replaced, never written through: a link planted there is replaced by the file, the
+/// file it pointed to untouched. The folder must exist; it is not changed.
+pub fn replace_file(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    fs::create_dir_all(dir)?;
+    let dir = folder_of(path);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -240,6 +265,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         let mut file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(mode)
             .open(&tmp)?;
         file.write_all(contents)?;
         file.sync_all()?;
@@ -249,6 +275,14 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// The folder `path` is in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// Renames a damaged file to `<name>.corrupt-<unix_seconds>` (with `-2`, `-3`, … appended if
@@ -277,9 +311,9 @@ pub(crate) fn unix_seconds_now() -> u64 {
 }
 
 /// The JSON files of `dir` (`*.json`, not the dot-files of an atomic write under way), each
-/// with its path, as `T`: a file that cannot be read or parsed is skipped with a warning
-/// naming `what` and the file; a missing `dir` has none. The job files and the queue's
-/// places are read so.
+/// with its path, as `T`: a file that cannot be read or parsed, or is not a regular file (a
+/// FIFO planted there is never waited on), is skipped with a warning naming `what` and the
+/// file; a missing `dir` has none. The job files and the queue's places are read so.
 pub fn read_json_files<T: serde::de::DeserializeOwned>(
     dir: &Path,
     what: &str,
@@ -300,7 +334,7 @@ pub fn read_json_files<T: serde::de::DeserializeOwned>(
         {
             continue;
         }
-        let parsed = fs::read(&path)
+        let parsed = crate::unix::fifo::read_regular(&path)
             .map_err(|e| e.to_string())
             .and_then(|bytes| serde_json::from_slice::<T>(&bytes).map_err(|e| e.to_string()));
         match parsed {
@@ -359,29 +393,48 @@ mod tests {
     }
 
     #[test]
-    fn a_private_dir_of_another_user_is_refused() {
+    fn private_dirs_are_checked_from_their_anchor_down() {
         use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("a/b");
-        ensure_private_dir(&dir).unwrap();
-        let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_private_dir(&dir).unwrap();
-        assert_eq!(
-            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
-            0o700
-        );
-        let link = tmp.path().join("link");
-        std::os::unix::fs::symlink(&dir, &link).unwrap();
-        let err = ensure_private_dir(&link).unwrap_err();
-        assert!(err.to_string().contains("not a folder"), "{err}");
+        let home = tmp.path().join("a/home");
+        let dirs = Dirs::under(&home);
+        assert!(dirs.open_private(&dirs.run_dir).unwrap().is_none());
+        assert!(!home.exists(), "a reader makes nothing");
+        let run = dirs.make_private(&dirs.run_dir).unwrap();
+        assert_eq!(run.path(), dirs.run_dir);
+        // Every folder Headroom made is private: `a` too (the first one it made).
+        for made in [tmp.path().join("a"), home.clone(), dirs.run_dir.clone()] {
+            assert_eq!(mode(&made), 0o700, "{}", made.display());
+        }
+        // Ours but opened up: made private again when reused.
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(dirs.open_private(&dirs.run_dir).unwrap().is_some());
+        assert_eq!(mode(&home), 0o700);
+        // A link anywhere from the anchor down is refused, never followed.
+        fs::rename(&dirs.run_dir, home.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", &dirs.run_dir).unwrap();
+        let err = dirs.make_private(&dirs.run_dir).unwrap_err();
+        assert!(err.to_string().contains("not a folder (a link"), "{err}");
+        assert!(err
+            .to_string()
+            .contains(&dirs.run_dir.display().to_string()));
         if crate::unix::signals::current_uid() == 0 {
-            let theirs = tmp.path().join("theirs");
-            fs::create_dir(&theirs).unwrap();
-            std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
-            let err = ensure_private_dir(&theirs).unwrap_err();
-            assert!(err.to_string().contains("owned by uid 65534"), "{err}");
+            // A folder of another user on the way, however open, is refused.
+            fs::remove_file(&dirs.run_dir).unwrap();
+            std::os::unix::fs::chown(&home, Some(65534), None).unwrap();
+            let err = dirs.make_private(&dirs.state_dir).unwrap_err();
+            let said = err.to_string();
+            assert!(said.contains("belongs to uid 65534"), "{said}");
+            assert!(said.contains(&home.display().to_string()), "{said}");
+            assert!(!dirs.state_dir.exists(), "nothing made in it");
+            // The folder above the anchor: everyone may write in it, not sticky.
+            let open = tmp.path().join("open");
+            fs::create_dir(&open).unwrap();
+            fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+            let dirs = Dirs::under(open.join("home"));
+            let err = dirs.make_private(&dirs.data_dir).unwrap_err();
+            assert!(err.to_string().contains("not sticky"), "{err}");
         }
     }
 
