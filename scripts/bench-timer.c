@@ -1,0 +1,37 @@
+/* The bare timer `scripts/bench-reaction` measures the guard against: one thread that
+ * wakes every INTERVAL_MS on an absolute CLOCK_MONOTONIC schedule (as the guard's sampler
+ * schedules its checks) and does nothing else, for SECONDS. Its time on CPU per wake-up is
+ * the floor a check of the guard costs before it reads anything.
+ *
+ * Built by the script: cc -O2 -o bench-timer scripts/bench-timer.c
+ * Usage: bench-timer INTERVAL_MS SECONDS */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: bench-timer INTERVAL_MS SECONDS\n");
+        return 2;
+    }
+    long interval_ms = strtol(argv[1], NULL, 10);
+    long seconds = strtol(argv[2], NULL, 10);
+    if (interval_ms <= 0 || seconds <= 0) {
+        fprintf(stderr, "bench-timer: INTERVAL_MS and SECONDS must be positive\n");
+        return 2;
+    }
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    long wakes = seconds * 1000 / interval_ms;
+    for (long n = 0; n < wakes; n++) {
+        next.tv_nsec += interval_ms * 1000000L;
+        while (next.tv_nsec >= 1000000000L) {
+            next.tv_nsec -= 1000000000L;
+            next.tv_sec += 1;
+        }
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+        }
+    }
+    return 0;
+}
