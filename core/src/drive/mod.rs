@@ -46,7 +46,7 @@ mod spawned;
 mod wait;
 
 pub use driver::{drive, run, REPLY_WAIT};
-pub use outputs::{Outputs, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
+pub use outputs::{Outputs, SampleGate, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
 pub use peers::{ask, PeerBoard, PeerSource, PEERS_EVERY};
 pub use replay::{replay, Replay};
 pub use spawned::Tracking;

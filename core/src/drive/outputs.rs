@@ -34,6 +34,12 @@ pub trait Sink: Send {
     fn wants_samples(&self) -> bool {
         true
     }
+    /// For a sink that needs only some samples (the job file: when it is due), the rule
+    /// that picks them, asked on the driver's thread with the job's view at each sample:
+    /// its thread is woken for those alone.
+    fn sample_gate(&self) -> Option<Box<dyn SampleGate>> {
+        None
+    }
     /// The job is watched.
     fn started(&mut self, _view: &JobView) -> io::Result<()> {
         Ok(())
@@ -61,6 +67,12 @@ pub trait Sink: Send {
     }
 }
 
+/// Which samples a sink is woken for ([`Sink::sample_gate`]).
+pub trait SampleGate: Send {
+    /// True when the sample whose job's view is `view` is to be handed to the sink.
+    fn wants(&mut self, view: &JobView) -> bool;
+}
+
 enum Update {
     Started(Arc<JobView>),
     Sample(Arc<Sample>, Arc<JobView>),
@@ -73,6 +85,7 @@ struct Worker {
     name: String,
     terminal: bool,
     samples: bool,
+    gate: Option<Box<dyn SampleGate>>,
     queue: SyncSender<Update>,
     /// Disconnects when the worker's thread ends.
     done: Receiver<()>,
@@ -104,6 +117,7 @@ impl Outputs {
             let name = sink.name();
             let terminal = sink.is_terminal();
             let samples = sink.wants_samples();
+            let gate = sink.sample_gate();
             let problems = Arc::clone(&problems);
             std::thread::Builder::new()
                 .name("headroom-output".into())
@@ -115,6 +129,7 @@ impl Outputs {
                 name,
                 terminal,
                 samples,
+                gate,
                 queue,
                 done,
                 dropped: 0,
@@ -128,10 +143,10 @@ impl Outputs {
         self.send(|| Update::Started(Arc::clone(view)));
     }
 
-    /// One sample (to the outputs that want samples).
+    /// One sample (to the outputs that want samples, and want this one).
     pub fn sample(&mut self, sample: &Arc<Sample>, view: &Arc<JobView>) {
         self.send_to(
-            |w| w.samples,
+            |w| w.samples && w.gate.as_mut().is_none_or(|g| g.wants(view)),
             || Update::Sample(Arc::clone(sample), Arc::clone(view)),
         );
     }
@@ -150,10 +165,10 @@ impl Outputs {
         self.send_to(|_| true, update);
     }
 
-    fn send_to(&mut self, to: impl Fn(&Worker) -> bool, update: impl Fn() -> Update) {
+    fn send_to(&mut self, mut to: impl FnMut(&mut Worker) -> bool, update: impl Fn() -> Update) {
         self.relay_problems();
         let mut lagging = Vec::new();
-        for worker in self.workers.iter_mut().filter(|w| to(w)) {
+        for worker in self.workers.iter_mut().filter_map(|w| to(w).then_some(w)) {
             match worker.queue.try_send(update()) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {

@@ -1,6 +1,7 @@
-//! Writing job files: one rule of when a job's file is written again ([`Written`]), used by
-//! the guard's [`Publisher`] (a sink of its one job) and by the app's [`Board`] (every job
-//! of its engine). A file is written when its job's state changes at once, when its members
+//! Writing job files: one rule of when a job's file is written again ([`due_after`]), used by
+//! the guard's [`Publisher`] (a sink of its one job, whose samples it is woken for are picked
+//! on the driver's thread by [`DueGate`]) and by the app's [`Board`] (every job of its engine,
+//! [`Written`]). A file is written when its job's state changes at once, when its members
 //! change within [`MEMBERS_EVERY`] (at once while the job is not running: a paused job's
 //! members must be named for anyone else to resume them), and when its figures change at
 //! most every [`PUBLISH_EVERY`]. A failure to write is said once (the guard's terminal lines
@@ -12,7 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{list_at, JobFile, MEMBERS_EVERY, PUBLISH_EVERY};
-use crate::drive::Sink;
+use crate::drive::{SampleGate, Sink};
 use crate::engine::{JobStatus, JobView};
 use crate::policy::JobEvent;
 use crate::process::ProcessIdentity;
@@ -32,19 +33,58 @@ impl Written {
         let Some((at, last)) = &self.last else {
             return true;
         };
-        if force || last.state != file.state {
-            return true;
-        }
         let same = JobFile {
             updated_at_ms: file.updated_at_ms,
             ..last.clone()
         } == *file;
-        let wait = match (last.members == file.members, file.state) {
-            (true, _) => PUBLISH_EVERY,
-            (false, JobStatus::Running) => MEMBERS_EVERY,
-            (false, _) => Duration::ZERO,
+        force
+            || due_after(
+                *at,
+                (last.state, file.state),
+                last.members == file.members,
+                same,
+            )
+    }
+}
+
+/// The rule of the module docs, after a write at `at`: a state change (`states`: then and
+/// now) at once; a change of members within [`MEMBERS_EVERY`] (at once while the job is not
+/// running); other figures every [`PUBLISH_EVERY`]; nothing when nothing changed (`same`).
+fn due_after(at: Instant, states: (JobStatus, JobStatus), same_members: bool, same: bool) -> bool {
+    if states.0 != states.1 {
+        return true;
+    }
+    let wait = match (same_members, states.1) {
+        (true, _) => PUBLISH_EVERY,
+        (false, JobStatus::Running) => MEMBERS_EVERY,
+        (false, _) => Duration::ZERO,
+    };
+    !same && at.elapsed() >= wait
+}
+
+/// The guard's side of the rule, on the driver's thread: a sample goes to the [`Publisher`]'s
+/// thread only when the job's file is due for it (compared with the view that went last, no
+/// file built), so its thread is not woken at every check for nothing.
+#[derive(Debug, Default)]
+struct DueGate {
+    last: Option<(Instant, JobView)>,
+}
+
+impl SampleGate for DueGate {
+    fn wants(&mut self, view: &JobView) -> bool {
+        let due = match &self.last {
+            None => true,
+            Some((at, last)) => due_after(
+                *at,
+                (last.state, view.state),
+                last.members == view.members,
+                last == view,
+            ),
         };
-        !same && at.elapsed() >= wait
+        if due {
+            self.last = Some((Instant::now(), view.clone()));
+        }
+        due
     }
 }
 
@@ -116,8 +156,13 @@ impl Sink for Publisher {
         Ok(())
     }
 
+    fn sample_gate(&self) -> Option<Box<dyn SampleGate>> {
+        Some(Box::new(DueGate::default()))
+    }
+
     fn sample(&mut self, _sample: &Sample, view: &JobView) -> io::Result<()> {
-        self.publish(view, false);
+        // Only the samples the gate found due come here: written (its clock decided).
+        self.publish(view, true);
         Ok(())
     }
 

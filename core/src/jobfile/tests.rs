@@ -273,6 +273,56 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
 }
 
 #[test]
+fn the_publishers_thread_is_woken_only_for_the_samples_its_file_is_due_for() {
+    // The gate runs on the driver's thread at every check: a sample goes to the job file's
+    // thread when its state changed (at once), its members changed (within MEMBERS_EVERY)
+    // or its figures changed and PUBLISH_EVERY has passed, never when nothing changed.
+    let tmp = tempfile::tempdir().unwrap();
+    let guard = ProcessIdentity {
+        pid: 7,
+        start_time: 77,
+    };
+    let mut gate = Publisher::new(tmp.path().to_path_buf(), guard)
+        .sample_gate()
+        .unwrap();
+    let running = guarded_view(1, 30, JobStatus::Running);
+    assert!(gate.wants(&running), "the first");
+    assert!(!gate.wants(&running), "nothing changed");
+    let grown = crate::engine::JobView {
+        swap_growth_bytes: 5 << 20,
+        ..running.clone()
+    };
+    assert!(!gate.wants(&grown), "figures: not before PUBLISH_EVERY");
+    let born = crate::engine::JobView {
+        members: vec![
+            running.members[0],
+            ProcessIdentity {
+                pid: 31,
+                start_time: 3,
+            },
+        ],
+        ..grown.clone()
+    };
+    assert!(!gate.wants(&born), "members: not before MEMBERS_EVERY");
+    std::thread::sleep(MEMBERS_EVERY + Duration::from_millis(50));
+    assert!(gate.wants(&born), "members, once MEMBERS_EVERY has passed");
+    let paused = crate::engine::JobView {
+        state: JobStatus::Paused,
+        ..born.clone()
+    };
+    assert!(gate.wants(&paused), "a state change: at once");
+    let paused_fewer = crate::engine::JobView {
+        members: running.members.clone(),
+        ..paused.clone()
+    };
+    assert!(
+        gate.wants(&paused_fewer),
+        "members of a paused job: at once"
+    );
+    assert!(!gate.wants(&paused_fewer));
+}
+
+#[test]
 fn the_board_writes_every_job_of_the_app_and_removes_those_let_go() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
