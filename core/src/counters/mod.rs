@@ -50,6 +50,15 @@ pub trait CounterSource {
     /// System-wide counters at this instant.
     fn read_system(&self) -> Result<SystemCounters>;
 
+    /// System-wide counters for a light check (`crate::sampler`'s, between full ones): what
+    /// the stop rules read at every check fresh (swap in use and free memory; under a limit
+    /// that binds, the cgroup's usage and swap), the rest (page and swap counts, the OOM
+    /// count, pressure, the limit itself) as `last`, a full reading or one carried from it,
+    /// had them. Where the OS reads everything at once, a full read.
+    fn read_system_light(&self, _last: &SystemCounters) -> Result<SystemCounters> {
+        self.read_system()
+    }
+
     /// Every process with identity and command line; processes that vanish or refuse access
     /// mid-scan are skipped.
     fn list_processes(&self) -> Result<Vec<ProcessInfo>>;

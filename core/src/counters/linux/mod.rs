@@ -10,21 +10,21 @@
 //! pgpgin/pgpgout KiB), `PID/status` (RssAnon + RssShmem = footprint, VmRSS, VmSwap),
 //! `PID/stat` (ppid, pgrp, start time), `PID/cmdline`, `PID/task/TID/children`.
 
-use std::cell::RefCell;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 mod cgroup;
+mod kept;
 mod parse;
+mod read;
+mod system;
 
 use self::cgroup::Location;
 pub use self::cgroup::{subtree as cgroup_subtree, Found};
-use self::parse::{
-    is_dead, kib, parse_cmdline, parse_meminfo, parse_pid_list, parse_psi, parse_stat,
-    parse_status, parse_vmstat, Stat,
-};
+use self::parse::{is_dead, parse_cmdline, parse_pid_list, parse_stat, parse_status, Stat};
+use self::read::{at_path, pid_text, with_file, with_kept_file};
+#[cfg(test)]
+use self::system::under_limit;
 use super::{
     CgroupMemory, CounterSource, FootprintRow, JobCgroup, JobCgroupState, OwnDirs, ProcessInfo,
     ProcessMemory, ProcessState, Result, RunState, SystemCounters,
@@ -45,43 +45,6 @@ pub struct Counters {
 impl Default for Counters {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-thread_local! {
-    /// One read buffer per thread, reused by every file read.
-    static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; 16 * 1024]);
-}
-
-/// Reads `path` whole into the thread's buffer and runs `f` on its bytes.
-///
-/// Reads until `read` returns 0: a short read is not the end. `seq_file`s such as
-/// `/proc/PID/task/TID/children` hand out at most one page per `read`, so a process with
-/// ~700 children or more would otherwise be cut at the first page.
-fn with_file<T>(path: &Path, pid: Option<u32>, f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
-    BUF.with(|cell| {
-        let mut buf = cell.borrow_mut();
-        let io_err = |e| CounterError::from_io(e, path.display().to_string(), pid);
-        let mut file = File::open(path).map_err(io_err)?;
-        let len = read_to_end(&mut file, &mut buf).map_err(io_err)?;
-        f(&buf[..len])
-    })
-}
-
-/// Reads `reader` to its real end (a read of 0 bytes) into `buf`, growing it as needed;
-/// returns the length read. Short reads go on.
-fn read_to_end(reader: &mut impl Read, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    let mut len = 0;
-    loop {
-        if buf.len() < len + 4096 {
-            buf.resize(len + 16 * 1024, 0);
-        }
-        match reader.read(&mut buf[len..]) {
-            Ok(0) => return Ok(len),
-            Ok(n) => len += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
     }
 }
 
@@ -137,6 +100,18 @@ impl Counters {
         }
     }
 
+    /// Our own cgroup whose limit bound at the last reading (`last`), for a light check.
+    fn own_usage(&self, last: &CgroupMemory) -> Found {
+        let Some(root) = &self.cgroup_root else {
+            return Found::Unlimited;
+        };
+        match self.own_cgroup.get_or_init(|| cgroup::locate(root, "self")) {
+            Ok(Some(location)) => cgroup::read_usage(location, last),
+            Ok(None) => Found::Unlimited,
+            Err(note) => Found::Unreadable(note.clone()),
+        }
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.proc_root.join(rel)
     }
@@ -157,21 +132,33 @@ impl Counters {
             .collect())
     }
 
-    /// `/proc/PID/stat`, whatever the process's state.
-    fn stat(&self, pid: u32) -> Result<Stat> {
-        let stat_path = self.pid_path(pid, "stat");
-        with_file(&stat_path, Some(pid), |b| {
-            parse_stat(b).ok_or_else(|| CounterError::Parse {
-                what: stat_path.display().to_string(),
-                detail: "unexpected format".into(),
-            })
-        })
+    /// `/proc/PID/stat`, whatever the process's state; `kept` for a member's, read at every
+    /// check (see [`kept`]).
+    fn stat(&self, pid: u32, kept: bool) -> Result<Stat> {
+        let mut digits = [0; 10];
+        at_path(
+            &self.proc_root,
+            &[pid_text(pid, &mut digits), "stat"],
+            |path| {
+                let parse = |b: &[u8]| {
+                    parse_stat(b).ok_or_else(|| CounterError::Parse {
+                        what: path.display().to_string(),
+                        detail: "unexpected format".into(),
+                    })
+                };
+                if kept {
+                    with_kept_file(path, Some(pid), parse)
+                } else {
+                    with_file(path, Some(pid), parse)
+                }
+            },
+        )
     }
 
     /// `/proc/PID/stat` of a process that has not exited (a zombie whose threads are all
     /// gone is `Gone`; one whose main thread ended first lives on in its other threads).
     fn live_stat(&self, pid: u32) -> Result<Stat> {
-        let stat = self.stat(pid)?;
+        let stat = self.stat(pid, false)?;
         if is_dead(stat.state) && stat.threads <= 1 {
             return Err(CounterError::Gone { pid });
         }
@@ -207,33 +194,6 @@ impl Counters {
     }
 }
 
-/// The host's counters as seen under a cgroup limit that binds: total and free are the
-/// limit's, swap the cgroup's where it is accounted; the host's kept in `cgroup`.
-fn under_limit(host: SystemCounters, mut cgroup: CgroupMemory) -> SystemCounters {
-    cgroup.host_free_percent = host.free_percent;
-    cgroup.host_swap_used_bytes = host.swap_used_bytes;
-    cgroup.host_pressure = host.pressure;
-    let (swap_used, swap_total) = match cgroup.swap_used_bytes {
-        Some(used) => (
-            used,
-            cgroup
-                .swap_limit_bytes
-                .map_or(host.swap_total_bytes, |l| l.min(host.swap_total_bytes)),
-        ),
-        None => (host.swap_used_bytes, host.swap_total_bytes),
-    };
-    SystemCounters {
-        total_bytes: cgroup.limit_bytes,
-        free_percent: cgroup.free_percent(),
-        swap_used_bytes: swap_used,
-        swap_total_bytes: swap_total,
-        // Under a limit the cgroup's own pressure, where the kernel keeps one.
-        pressure: cgroup.pressure.or(host.pressure),
-        cgroup: Some(Box::new(cgroup)),
-        ..host
-    }
-}
-
 impl CounterSource for Counters {
     /// `cgroup.procs`, the freezer's state, and the kernel's peak and OOM count of a job's
     /// own cgroup.
@@ -251,61 +211,14 @@ impl CounterSource for Counters {
 
     /// System-wide counters: `meminfo`, `vmstat`, and PSI where the kernel has it.
     fn read_system(&self) -> Result<SystemCounters> {
-        let meminfo_path = self.path("meminfo");
-        let mem = with_file(&meminfo_path, None, |b| Ok(parse_meminfo(b)))?;
-        let total_bytes = mem.total_kib.ok_or_else(|| CounterError::Parse {
-            what: meminfo_path.display().to_string(),
-            detail: "no MemTotal line".into(),
-        })?;
-        let total_bytes = kib(total_bytes);
-        // Kernels before 3.14 have no MemAvailable: estimate it as free + page cache.
-        let available_kib = mem
-            .available_kib
-            .unwrap_or(mem.free_kib.saturating_add(mem.cached_kib));
-        let free_percent = if total_bytes == 0 {
-            0.0
-        } else {
-            (kib(available_kib) as f64 * 100.0 / total_bytes as f64).min(100.0)
-        };
-        let pressure = match with_file(&self.path("pressure/memory"), None, |b| Ok(parse_psi(b))) {
-            Ok(levels) => levels,
-            // No PSI (kernel < 4.20, CONFIG_PSI off, psi=0): pressure is unknown, not an error.
-            Err(CounterError::Unsupported { .. }) => None,
-            Err(CounterError::Io { source, .. })
-                if source.raw_os_error() == Some(libc::EOPNOTSUPP) =>
-            {
-                None
-            }
-            Err(e) => return Err(e),
-        };
-        let vm = with_file(&self.path("vmstat"), None, |b| Ok(parse_vmstat(b)))?;
-        let host = SystemCounters {
-            usable_bytes: None,
-            in_use_bytes: None,
-            total_bytes,
-            free_percent,
-            pressure,
-            swap_used_bytes: kib(mem.swap_total_kib.saturating_sub(mem.swap_free_kib)),
-            swap_total_bytes: kib(mem.swap_total_kib),
-            compressed_bytes: mem.zswap_kib.map(kib),
-            wired_bytes: mem.unevictable_kib.map(kib),
-            app_bytes: mem.anon_kib.map(kib),
-            swapped_in_bytes: vm.pswpin_pages.saturating_mul(self.page_size_bytes),
-            swapped_out_bytes: vm.pswpout_pages.saturating_mul(self.page_size_bytes),
-            paged_in_bytes: kib(vm.pgpgin_kib),
-            paged_out_bytes: kib(vm.pgpgout_kib),
-            oom_kills: vm.oom_kill,
-            cgroup: None,
-            cgroup_note: None,
-        };
-        Ok(match self.memory_cgroup(None, total_bytes) {
-            Found::Limited(cgroup) => under_limit(host, cgroup),
-            Found::Unlimited => host,
-            Found::Unreadable(note) => SystemCounters {
-                cgroup_note: Some(note),
-                ..host
-            },
+        system::full(&self.proc_root, self.page_size_bytes, |total_bytes| {
+            self.memory_cgroup(None, total_bytes)
         })
+    }
+
+    /// `meminfo` (and our cgroup's usage where its limit binds); the rest as `last` had it.
+    fn read_system_light(&self, last: &SystemCounters) -> Result<SystemCounters> {
+        system::light(&self.proc_root, last, |bound| self.own_usage(bound))
     }
 
     /// Every process with identity and command line; processes that vanish or refuse access
@@ -360,7 +273,7 @@ impl CounterSource for Counters {
     /// member at every tick, and before every signal. A zombie is [`RunState::Dead`]; a
     /// process in `exit` before that (`PF_EXITING`) is [`RunState::Exiting`].
     fn process_state(&self, pid: u32) -> Result<ProcessState> {
-        let stat = self.stat(pid)?;
+        let stat = self.stat(pid, true)?;
         Ok(ProcessState {
             start_time: stat.start_ticks,
             run: RunState::from_linux_stat(stat.state, stat.flags, stat.threads),
@@ -379,9 +292,12 @@ impl CounterSource for Counters {
     /// One process's memory from `/proc/PID/status`. A zombie (exited, not yet reaped) is
     /// `Gone`: it holds no memory and can no longer be stopped.
     fn process_memory(&self, pid: u32) -> Result<ProcessMemory> {
-        let status = with_file(&self.pid_path(pid, "status"), Some(pid), |b| {
-            Ok(parse_status(b))
-        })?;
+        let mut digits = [0; 10];
+        let status = at_path(
+            &self.proc_root,
+            &[pid_text(pid, &mut digits), "status"],
+            |path| with_kept_file(path, Some(pid), |b| Ok(parse_status(b))),
+        )?;
         if status.exited() {
             return Err(CounterError::Gone { pid });
         }
@@ -426,7 +342,7 @@ impl CounterSource for Counters {
         let mut children = Vec::new();
         for task in tasks.filter_map(|t| t.ok()) {
             let path = task.path().join("children");
-            match with_file(&path, Some(pid), |b| Ok(parse_pid_list(b))) {
+            match with_kept_file(&path, Some(pid), |b| Ok(parse_pid_list(b))) {
                 Ok(mut list) => children.append(&mut list),
                 Err(CounterError::Gone { .. }) => {
                     // Either the thread ended, or the kernel lacks CONFIG_PROC_CHILDREN.

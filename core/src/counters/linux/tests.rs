@@ -294,3 +294,48 @@ fn a_process_in_exit_is_exiting_whatever_its_state_letter() {
         assert_eq!(state.start_time, 4242);
     }
 }
+
+#[test]
+fn a_light_read_takes_meminfo_now_and_the_rest_as_the_last_read_had_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let modern = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc-modern");
+    for file in ["meminfo", "vmstat"] {
+        std::fs::copy(modern.join(file), dir.path().join(file)).unwrap();
+    }
+    std::fs::create_dir_all(dir.path().join("pressure")).unwrap();
+    std::fs::copy(
+        modern.join("pressure/memory"),
+        dir.path().join("pressure/memory"),
+    )
+    .unwrap();
+    let counters = Counters::with_proc_root(dir.path());
+    let full = counters.read_system().unwrap();
+    // Swap grows by 1 GiB, the page counts and the pressure move.
+    let meminfo = std::fs::read_to_string(modern.join("meminfo"))
+        .unwrap()
+        .replace("SwapFree:        3145724 kB", "SwapFree:        2097148 kB");
+    assert_ne!(
+        meminfo,
+        std::fs::read_to_string(modern.join("meminfo")).unwrap()
+    );
+    std::fs::write(dir.path().join("meminfo"), meminfo).unwrap();
+    let vmstat = std::fs::read_to_string(modern.join("vmstat"))
+        .unwrap()
+        .replace("pswpout 262144", "pswpout 524288");
+    std::fs::write(dir.path().join("vmstat"), vmstat).unwrap();
+    std::fs::write(
+        dir.path().join("pressure/memory"),
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    )
+    .unwrap();
+    let light = counters.read_system_light(&full).unwrap();
+    assert_eq!(light.swap_used_bytes, full.swap_used_bytes + (1 << 30));
+    assert_eq!(
+        light.swapped_out_bytes, full.swapped_out_bytes,
+        "vmstat: as it was"
+    );
+    assert_eq!(light.pressure, full.pressure, "PSI: as it was");
+    let next = counters.read_system().unwrap();
+    assert_eq!(next.swapped_out_bytes, 524_288 * counters.page_size_bytes);
+    assert_eq!(next.pressure, Some(PressureLevel::Normal));
+}

@@ -213,17 +213,19 @@ pub fn subtree(dir: &Path) -> Vec<PathBuf> {
 fn subtree_pids(dir: &Path) -> Result<Vec<u32>, String> {
     let mut pids = Vec::new();
     for (n, cgroup) in subtree(dir).iter().enumerate() {
-        let procs = match read(cgroup, "cgroup.procs") {
-            Ok(Some(procs)) => procs,
+        let read = read_with(cgroup, "cgroup.procs", |procs| {
+            pids.extend(
+                procs
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        });
+        match read {
+            Ok(Some(())) => {}
             Ok(None) if n == 0 => return Err("its directory is gone".to_string()),
             Err(e) if n == 0 => return Err(e),
-            Ok(None) | Err(_) => continue,
-        };
-        pids.extend(
-            procs
-                .split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
+            Ok(None) | Err(_) => {}
+        }
     }
     Ok(pids)
 }
@@ -239,14 +241,16 @@ pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
     let pids = subtree_pids(&job.memory_dir).map_err(io)?;
     let frozen = match (job.version, &job.freezer_dir) {
         (2, _) => {
-            read(&job.memory_dir, "cgroup.events")
-                .map_err(io)?
-                .and_then(|events| stat_value(&events, "frozen"))
-                == Some(1)
-        }
-        (_, Some(freezer)) => read(freezer, "freezer.state")
+            read_with(&job.memory_dir, "cgroup.events", |events| {
+                stat_value(events, "frozen") == Some(1)
+            })
             .map_err(io)?
-            .is_some_and(|state| state.trim() == "FROZEN"),
+                == Some(true)
+        }
+        (_, Some(freezer)) => {
+            read_with(freezer, "freezer.state", |state| state.trim() == "FROZEN").map_err(io)?
+                == Some(true)
+        }
         _ => false,
     };
     if !job.memory {
@@ -257,58 +261,93 @@ pub fn job_state(job: &JobCgroup) -> CounterResult<JobCgroupState> {
             ..JobCgroupState::default()
         });
     }
-    let files = if job.version == 2 { &V2 } else { &V1 };
-    let peak_bytes = number(&job.memory_dir, files.peak).map_err(io)?;
-    let oom_kills = read(&job.memory_dir, files.oom.0)
-        .map_err(io)?
-        .and_then(|text| stat_value(&text, files.oom.1));
-    let usage = number(&job.memory_dir, files.usage).map_err(io)?;
-    let inactive = read(&job.memory_dir, "memory.stat")
-        .map_err(io)?
-        .and_then(|stat| stat_value(&stat, files.inactive_file))
-        .unwrap_or(0);
-    // Read at every check: its swap alone, not its limit.
-    let swap_bytes = match (usage, job.version) {
-        (Some(_), 2) => number(&job.memory_dir, "memory.swap.current").map_err(io)?,
-        (Some(usage), _) => number(&job.memory_dir, "memory.memsw.usage_in_bytes")
-            .map_err(io)?
-            .map(|both| both.saturating_sub(usage)),
-        (None, _) => None,
-    };
+    let memory = job_memory(job).map_err(io)?;
     Ok(JobCgroupState {
         pids,
         frozen,
-        peak_bytes,
-        oom_kills,
-        working_set_bytes: usage.map(|u| u.saturating_sub(inactive)),
-        swap_bytes,
+        ..memory
     })
 }
 
-/// Reads one cgroup file; `Ok(None)` when the kernel has no such file there (the root
-/// cgroup has no `memory.max`; an older kernel no `memory.peak`).
+/// The memory figures of a job's own memory cgroup: peak, OOM count, working set, swap.
+fn job_memory(job: &JobCgroup) -> Result<JobCgroupState, String> {
+    let files = if job.version == 2 { &V2 } else { &V1 };
+    let dir = &job.memory_dir;
+    let peak_bytes = number(dir, files.peak)?;
+    let oom_kills = read(dir, files.oom.0)?.and_then(|text| stat_value(&text, files.oom.1));
+    let (working_set_bytes, swap_bytes) = match usage_at(job.version, dir)? {
+        Some(usage) => (Some(usage.used_bytes), usage.swap_used_bytes),
+        None => (None, None),
+    };
+    Ok(JobCgroupState {
+        peak_bytes,
+        oom_kills,
+        working_set_bytes,
+        swap_bytes,
+        ..JobCgroupState::default()
+    })
+}
+
+/// What changes from check to check in a memory cgroup: its working set (usage less the
+/// inactive file cache), that cache, and its swap where the kernel accounts it.
+struct Usage {
+    used_bytes: u64,
+    reclaimable_bytes: u64,
+    swap_used_bytes: Option<u64>,
+}
+
+/// The [`Usage`] of the memory cgroup at `dir`; `None` when it has no usage file.
+fn usage_at(version: u8, dir: &Path) -> Result<Option<Usage>, String> {
+    let files = if version == 2 { &V2 } else { &V1 };
+    let Some(usage) = number(dir, files.usage)? else {
+        return Ok(None);
+    };
+    let inactive = read(dir, "memory.stat")?
+        .and_then(|stat| stat_value(&stat, files.inactive_file))
+        .unwrap_or(0);
+    // Its swap alone, not its limit.
+    let swap_used_bytes = if version == 2 {
+        number(dir, "memory.swap.current")?
+    } else {
+        number(dir, "memory.memsw.usage_in_bytes")?.map(|both| both.saturating_sub(usage))
+    };
+    Ok(Some(Usage {
+        used_bytes: usage.saturating_sub(inactive),
+        reclaimable_bytes: inactive,
+        swap_used_bytes,
+    }))
+}
+
+/// Reads one cgroup file (kept open: they are read at every check); `Ok(None)` when the
+/// kernel has no such file there (the root cgroup has no `memory.max`; an older kernel no
+/// `memory.peak`).
 fn read(dir: &Path, file: &str) -> Result<Option<String>, String> {
-    let path = dir.join(file);
-    match std::fs::read_to_string(&path) {
+    read_with(dir, file, str::to_string)
+}
+
+/// [`read`], `f` on the text (no copy of it).
+fn read_with<T>(dir: &Path, file: &str, f: impl FnOnce(&str) -> T) -> Result<Option<T>, String> {
+    match super::read::with_kept_text(dir, file, f) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => Err(format!("cannot read {}: {e}", dir.join(file).display())),
     }
 }
 
 /// A number file; `None` when missing, an error when it is not a number or `max`.
 fn number(dir: &Path, file: &str) -> Result<Option<u64>, String> {
-    match read(dir, file)? {
-        None => Ok(None),
-        Some(text) => parse_limit(&text)
+    let parsed = read_with(dir, file, |text| {
+        parse_limit(text)
             .map(|limit| limit.or(Some(u64::MAX)))
-            .ok_or_else(|| {
-                format!(
-                    "{}: not a number: {:?}",
-                    dir.join(file).display(),
-                    text.trim()
-                )
-            }),
+            .ok_or_else(|| text.trim().to_string())
+    })?;
+    match parsed {
+        None => Ok(None),
+        Some(Ok(number)) => Ok(number),
+        Some(Err(text)) => Err(format!(
+            "{}: not a number: {text:?}",
+            dir.join(file).display()
+        )),
     }
 }
 
@@ -362,12 +401,9 @@ fn try_read(location: &Location, host_total_bytes: u64) -> Result<Option<CgroupM
     let Some((limit_bytes, at, limit_file)) = binding else {
         return Ok(None);
     };
-    let usage =
-        number(at, files.usage)?.ok_or_else(|| format!("{}: no {}", at.display(), files.usage))?;
-    let inactive = read(at, "memory.stat")?
-        .and_then(|stat| stat_value(&stat, files.inactive_file))
-        .unwrap_or(0);
-    let (swap_used_bytes, swap_limit_bytes) = swap(location.version, at, usage, limit_bytes)?;
+    let usage = usage_at(location.version, at)?
+        .ok_or_else(|| format!("{}: no {}", at.display(), files.usage))?;
+    let swap_limit_bytes = swap_limit(location.version, at, limit_bytes)?;
     let oom_kills = read(at, files.oom.0)?.and_then(|text| stat_value(&text, files.oom.1));
     let peak_bytes = number(at, files.peak)?;
     let limit_path = relative(location, at);
@@ -386,9 +422,9 @@ fn try_read(location: &Location, host_total_bytes: u64) -> Result<Option<CgroupM
         limit_path,
         limit_file: limit_file.to_string(),
         limit_bytes,
-        used_bytes: usage.saturating_sub(inactive).min(limit_bytes),
-        reclaimable_bytes: inactive,
-        swap_used_bytes,
+        used_bytes: usage.used_bytes.min(limit_bytes),
+        reclaimable_bytes: usage.reclaimable_bytes,
+        swap_used_bytes: usage.swap_used_bytes,
         swap_limit_bytes,
         oom_kills,
         peak_bytes,
@@ -400,27 +436,39 @@ fn try_read(location: &Location, host_total_bytes: u64) -> Result<Option<CgroupM
     }))
 }
 
-/// The accounted swap at `at` and its limit: v2 `memory.swap.*`; v1 `memsw` (memory + swap)
-/// less memory, where the kernel accounts swap at all (`swapaccount`).
-fn swap(
-    version: u8,
-    at: &Path,
-    usage: u64,
-    limit: u64,
-) -> Result<(Option<u64>, Option<u64>), String> {
+/// The swap limit at `at`: v2 `memory.swap.max`; v1 `memsw` (memory + swap) less the memory
+/// `limit`, where the kernel accounts swap at all (`swapaccount`).
+fn swap_limit(version: u8, at: &Path, limit: u64) -> Result<Option<u64>, String> {
     if version == 2 {
-        let used = number(at, "memory.swap.current")?;
-        let max = number(at, "memory.swap.max")?.filter(|&m| m != u64::MAX);
-        return Ok((used, max));
+        return Ok(number(at, "memory.swap.max")?.filter(|&m| m != u64::MAX));
     }
-    let both = number(at, "memory.memsw.usage_in_bytes")?;
-    let both_limit = number(at, "memory.memsw.limit_in_bytes")?;
-    Ok((
-        both.map(|b| b.saturating_sub(usage)),
-        both_limit
-            .filter(|&b| b < u64::MAX / 2)
-            .map(|b| b.saturating_sub(limit)),
-    ))
+    Ok(number(at, "memory.memsw.limit_in_bytes")?
+        .filter(|&b| b < u64::MAX / 2)
+        .map(|b| b.saturating_sub(limit)))
+}
+
+/// The cgroup whose limit bound at the last full read (`last`), for a light check: what
+/// changes from check to check read now ([`Usage`]), its limits, OOM count, peak and
+/// pressure as `last` had them (read again at the next full read). A full read when that
+/// cgroup is no longer on our path.
+pub fn read_usage(location: &Location, last: &CgroupMemory) -> Found {
+    let Some(at) = location
+        .levels
+        .iter()
+        .find(|&level| relative(location, level) == last.limit_path)
+    else {
+        return read_memory(location, last.host_total_bytes);
+    };
+    match usage_at(location.version, at) {
+        Ok(Some(usage)) => Found::Limited(CgroupMemory {
+            used_bytes: usage.used_bytes.min(last.limit_bytes),
+            reclaimable_bytes: usage.reclaimable_bytes,
+            swap_used_bytes: usage.swap_used_bytes,
+            ..last.clone()
+        }),
+        Ok(None) => Found::Unreadable(format!("{}: no usage", at.display())),
+        Err(note) => Found::Unreadable(note),
+    }
 }
 
 /// The cgroup path of directory `at` (one of `location.levels`), as `/proc` would name it.

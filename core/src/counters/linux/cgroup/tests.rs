@@ -409,3 +409,35 @@ fn the_counters_read_a_whole_recorded_v2_host_from_its_root() {
     );
     assert_eq!(system.cgroup_note, None);
 }
+
+#[test]
+fn a_light_read_of_our_cgroup_takes_its_usage_now_and_its_limit_as_it_was() {
+    // Between full checks only the usage, the inactive file cache and the swap of the
+    // cgroup whose limit bound are read; the limit (and its OOM count, peak, pressure) are
+    // the last full read's, read again at the next one.
+    use crate::counters::CounterSource;
+    let dir = fixture_copy();
+    let modern = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc-modern");
+    fs::copy(modern.join("vmstat"), dir.path().join("proc/vmstat")).unwrap();
+    let counters = crate::counters::linux::Counters::with_root(dir.path());
+    let full = counters.read_system().unwrap();
+    let pod = dir.path().join("sys/fs/cgroup/kubepods.slice/pod1234");
+    fs::write(pod.join("memory.current"), format!("{}\n", 200 * MIB)).unwrap();
+    fs::write(pod.join("memory.swap.current"), format!("{}\n", 3 * MIB)).unwrap();
+    fs::write(pod.join("memory.max"), format!("{}\n", 320 * MIB)).unwrap();
+    let light = counters.read_system_light(&full).unwrap();
+    let cgroup = light.cgroup.as_ref().unwrap();
+    assert_eq!(cgroup.used_bytes, 200 * MIB, "its usage now");
+    assert_eq!(cgroup.swap_used_bytes, Some(3 * MIB), "its swap now");
+    assert_eq!(
+        cgroup.limit_bytes,
+        256 * MIB,
+        "its limit as the full read had it"
+    );
+    assert_eq!(light.total_bytes, 256 * MIB);
+    assert!((light.free_percent - 100.0 * 56.0 / 256.0).abs() < 0.01);
+    assert_eq!(light.oom_kills, full.oom_kills);
+    // The next full read takes the new limit.
+    let next = counters.read_system().unwrap();
+    assert_eq!(next.cgroup.unwrap().limit_bytes, 320 * MIB);
+}

@@ -1,0 +1,151 @@
+//! The system's counters on Linux, read fully or for a light check.
+//!
+//! A full read takes `meminfo`, `pressure/memory` (PSI), `vmstat` and our own memory cgroup
+//! (every limit on its path to the root, and where one binds, its usage, swap, OOM count and
+//! peak). A light check (between full ones, see `crate::sampler`) reads only what the stop
+//! rules need fresh: `meminfo` (swap in use, free memory), and under a limit that binds that
+//! cgroup's usage, inactive file cache and swap; the page and swap counts, the OOM count, the
+//! pressure and the limit itself are as the last reading had them.
+
+use std::path::Path;
+
+use super::cgroup::Found;
+use super::parse::{kib, parse_meminfo, parse_psi, parse_vmstat};
+use super::read::with_kept_file;
+use crate::counters::{CgroupMemory, Result, SystemCounters};
+use crate::error::CounterError;
+
+/// A full read (see the module docs) of the `/proc` at `proc_root`; `cgroup` reads our own
+/// memory cgroup, on a host of the memory it is given.
+pub(super) fn full(
+    proc_root: &Path,
+    page_size_bytes: u64,
+    cgroup: impl FnOnce(u64) -> Found,
+) -> Result<SystemCounters> {
+    let mut host = host_memory(proc_root)?;
+    host.pressure = match with_kept_file(&proc_root.join("pressure/memory"), None, |b| {
+        Ok(parse_psi(b))
+    }) {
+        Ok(levels) => levels,
+        // No PSI (kernel < 4.20, CONFIG_PSI off, psi=0): pressure is unknown, not an error.
+        Err(CounterError::Unsupported { .. }) => None,
+        Err(CounterError::Io { source, .. }) if source.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let vm = with_kept_file(&proc_root.join("vmstat"), None, |b| Ok(parse_vmstat(b)))?;
+    host.swapped_in_bytes = vm.pswpin_pages.saturating_mul(page_size_bytes);
+    host.swapped_out_bytes = vm.pswpout_pages.saturating_mul(page_size_bytes);
+    host.paged_in_bytes = kib(vm.pgpgin_kib);
+    host.paged_out_bytes = kib(vm.pgpgout_kib);
+    host.oom_kills = vm.oom_kill;
+    let found = cgroup(host.total_bytes);
+    Ok(with_cgroup(host, found))
+}
+
+/// A light check's read (see the module docs), `last` the reading before it; `bound` reads
+/// what changes in our cgroup whose limit bound then.
+pub(super) fn light(
+    proc_root: &Path,
+    last: &SystemCounters,
+    bound: impl FnOnce(&CgroupMemory) -> Found,
+) -> Result<SystemCounters> {
+    let mut host = host_memory(proc_root)?;
+    // Under a limit, `last`'s own fields are the cgroup's: the host's are kept in it.
+    host.pressure = last
+        .cgroup
+        .as_ref()
+        .map_or(last.pressure, |c| c.host_pressure);
+    host.swapped_in_bytes = last.swapped_in_bytes;
+    host.swapped_out_bytes = last.swapped_out_bytes;
+    host.paged_in_bytes = last.paged_in_bytes;
+    host.paged_out_bytes = last.paged_out_bytes;
+    host.oom_kills = last.oom_kills;
+    let Some(limited) = &last.cgroup else {
+        // No limit bound (or our cgroup could not be read: its note stays).
+        host.cgroup_note.clone_from(&last.cgroup_note);
+        return Ok(host);
+    };
+    let found = bound(limited);
+    Ok(with_cgroup(host, found))
+}
+
+/// What `meminfo` says: the host's memory, free memory and swap (the page and swap counts
+/// zero, no pressure, no cgroup).
+fn host_memory(proc_root: &Path) -> Result<SystemCounters> {
+    let meminfo_path = proc_root.join("meminfo");
+    let mem = with_kept_file(&meminfo_path, None, |b| Ok(parse_meminfo(b)))?;
+    let total_bytes = mem.total_kib.ok_or_else(|| CounterError::Parse {
+        what: meminfo_path.display().to_string(),
+        detail: "no MemTotal line".into(),
+    })?;
+    let total_bytes = kib(total_bytes);
+    // Kernels before 3.14 have no MemAvailable: estimate it as free + page cache.
+    let available_kib = mem
+        .available_kib
+        .unwrap_or(mem.free_kib.saturating_add(mem.cached_kib));
+    let free_percent = if total_bytes == 0 {
+        0.0
+    } else {
+        (kib(available_kib) as f64 * 100.0 / total_bytes as f64).min(100.0)
+    };
+    Ok(SystemCounters {
+        usable_bytes: None,
+        in_use_bytes: None,
+        total_bytes,
+        free_percent,
+        pressure: None,
+        swap_used_bytes: kib(mem.swap_total_kib.saturating_sub(mem.swap_free_kib)),
+        swap_total_bytes: kib(mem.swap_total_kib),
+        compressed_bytes: mem.zswap_kib.map(kib),
+        wired_bytes: mem.unevictable_kib.map(kib),
+        app_bytes: mem.anon_kib.map(kib),
+        swapped_in_bytes: 0,
+        swapped_out_bytes: 0,
+        paged_in_bytes: 0,
+        paged_out_bytes: 0,
+        oom_kills: None,
+        cgroup: None,
+        cgroup_note: None,
+    })
+}
+
+/// The host's counters with what our cgroup read `found`.
+fn with_cgroup(host: SystemCounters, found: Found) -> SystemCounters {
+    match found {
+        Found::Limited(cgroup) => under_limit(host, cgroup),
+        Found::Unlimited => host,
+        Found::Unreadable(note) => SystemCounters {
+            cgroup_note: Some(note),
+            ..host
+        },
+    }
+}
+
+/// The host's counters as seen under a cgroup limit that binds: total and free are the
+/// limit's, swap the cgroup's where it is accounted; the host's kept in `cgroup`.
+pub(super) fn under_limit(host: SystemCounters, mut cgroup: CgroupMemory) -> SystemCounters {
+    cgroup.host_free_percent = host.free_percent;
+    cgroup.host_swap_used_bytes = host.swap_used_bytes;
+    cgroup.host_pressure = host.pressure;
+    let (swap_used, swap_total) = match cgroup.swap_used_bytes {
+        Some(used) => (
+            used,
+            cgroup
+                .swap_limit_bytes
+                .map_or(host.swap_total_bytes, |l| l.min(host.swap_total_bytes)),
+        ),
+        None => (host.swap_used_bytes, host.swap_total_bytes),
+    };
+    SystemCounters {
+        total_bytes: cgroup.limit_bytes,
+        free_percent: cgroup.free_percent(),
+        swap_used_bytes: swap_used,
+        swap_total_bytes: swap_total,
+        // Under a limit the cgroup's own pressure, where the kernel keeps one.
+        pressure: cgroup.pressure.or(host.pressure),
+        cgroup: Some(Box::new(cgroup)),
+        ..host
+    }
+}
