@@ -87,6 +87,7 @@ impl<'a> Job<'a> {
             &mut ErrorOnce::default(),
             self.seconds,
             Duration::from_secs(self.seconds),
+            None,
         );
         self.engine.on_sample(&sample);
     }

@@ -67,6 +67,8 @@ pub struct Members {
     cgroup_peak_bytes: Option<u64>,
     /// The cgroup as the last look read it (`None` when that read failed).
     cgroup_now: Option<JobCgroupState>,
+    /// The members' memory at the last full refresh: what a light one hands on.
+    memory_then: Option<TreeMemory>,
 }
 
 /// The lineage search (every pid asked who its parent was) runs once every this many looks:
@@ -94,6 +96,7 @@ impl Members {
             cgroup: None,
             cgroup_peak_bytes: None,
             cgroup_now: None,
+            memory_then: None,
         }
     }
 
@@ -169,15 +172,7 @@ impl Members {
     /// descendants (and, where the OS needs it, the group's processes and those forked from a
     /// member); returns the live count.
     pub fn discover(&mut self, counters: &impl CounterSource) -> usize {
-        self.live
-            .retain_mut(|member| match counters.process_state(member.id.pid) {
-                Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
-                    member.state = now.run;
-                    true
-                }
-                Ok(_) => false, // exited, or the pid names another process now
-                Err(e) => !e.is_gone(),
-            });
+        self.look_at_known(counters);
         let lineage = counters.tracks_lineage();
         if lineage && self.looks == 0 {
             let root = self.root.pid;
@@ -228,6 +223,22 @@ impl Members {
             }
         }
         self.live.len()
+    }
+
+    /// Reads the state of each known member and drops those that are gone; true when one
+    /// was.
+    fn look_at_known(&mut self, counters: &impl CounterSource) -> bool {
+        let before = self.live.len();
+        self.live
+            .retain_mut(|member| match counters.process_state(member.id.pid) {
+                Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
+                    member.state = now.run;
+                    true
+                }
+                Ok(_) => false, // exited, or the pid names another process now
+                Err(e) => !e.is_gone(),
+            });
+        self.live.len() != before
     }
 
     /// Adds `pid` as a member if it lives; true when it does (then its children are looked
@@ -295,6 +306,11 @@ impl Members {
     /// to the reaper meanwhile): then the job is looked at again, a few times at most, so a
     /// job is never taken for ended while such a child runs.
     pub fn refresh(&mut self, counters: &impl CounterSource) -> Option<TreeMemory> {
+        self.memory_then = self.refresh_full(counters);
+        self.memory_then
+    }
+
+    fn refresh_full(&mut self, counters: &impl CounterSource) -> Option<TreeMemory> {
         for _ in 0..REFRESH_ATTEMPTS {
             if self.discover(counters) == 0 {
                 return None;
@@ -308,6 +324,29 @@ impl Members {
         let (total, gone) = self.memory(counters);
         self.live.retain(|m| !gone.contains(&m.id));
         (!self.live.is_empty()).then(|| self.with_cgroup(total))
+    }
+
+    /// A light check's look (between full ones, while the job runs: see `crate::sampler`):
+    /// each known member and its state read fresh (its `stat`); new members are looked for
+    /// at the full ones. The members' memory is read fresh too, but for a job in a memory
+    /// cgroup of its own: its figures are the cgroup's, read at the full looks (the kernel
+    /// keeps its peak, so none is missed). `None` when a light look will not do, and a full
+    /// [`Members::refresh`] is due: a member is gone (the job may be ending, and a member's
+    /// children are the reaper's now), or there was no full refresh yet.
+    pub fn refresh_light(&mut self, counters: &impl CounterSource) -> Option<TreeMemory> {
+        let then = self.memory_then?;
+        if self.look_at_known(counters) || self.live.is_empty() {
+            return None;
+        }
+        if self
+            .cgroup_now
+            .as_ref()
+            .is_some_and(|c| c.working_set_bytes.is_some())
+        {
+            return Some(then);
+        }
+        let (total, gone) = self.memory(counters);
+        gone.is_empty().then(|| self.with_cgroup(total))
     }
 
     /// The members' summed memory, with the kernel's own numbers where the job has a cgroup
@@ -395,9 +434,33 @@ impl MemberSet {
         (memory, members.live().to_vec())
     }
 
+    /// [`Members::refresh_light`], and the live members it found; `None` when a full
+    /// refresh is due.
+    pub fn refresh_light(
+        &self,
+        counters: &impl CounterSource,
+    ) -> Option<(Option<TreeMemory>, Vec<Member>)> {
+        let mut members = self.lock();
+        let memory = members.refresh_light(counters)?;
+        Some((Some(memory), members.live().to_vec()))
+    }
+
     /// The job's own cgroup, if it has one.
     pub fn cgroup(&self) -> Option<JobCgroup> {
         self.lock().cgroup().cloned()
+    }
+
+    /// Makes `out` the job's own cgroup (cloned only when it is not that already).
+    pub fn cgroup_into(&self, out: &mut Option<JobCgroup>) {
+        let members = self.lock();
+        if out.as_ref() != members.cgroup() {
+            *out = members.cgroup().cloned();
+        }
+    }
+
+    /// True when the job has a memory cgroup of its own (see [`JobCgroup::memory`]).
+    pub fn in_own_memory_cgroup(&self) -> bool {
+        self.lock().cgroup().is_some_and(|c| c.memory)
     }
 
     /// The kernel's high-water mark of the job's memory at the last look, where the job has a
@@ -466,5 +529,57 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             set.refresh(&counters).0.is_none()
         }));
+    }
+
+    #[test]
+    fn a_light_look_reads_the_known_members_and_asks_for_a_full_one_when_one_is_gone() {
+        let counters = crate::counters::Counters::new();
+        // sh with a background sleep it waits for: two members, then a third born later.
+        let mut sh = Command::new("sh")
+            .args([
+                "-c",
+                "sleep 30 & echo $!; read line; sleep 30 & echo $!; wait",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(sh.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        let first: u32 = line.trim().parse().unwrap();
+        let id = ProcessIdentity::of(&counters, sh.id()).unwrap();
+        let set = MemberSet::new(Members::of_process(id));
+        assert!(set.refresh_light(&counters).is_none(), "no full look yet");
+        let (memory, live) = set.refresh(&counters);
+        assert_eq!(live.len(), 2, "{live:?}");
+        let (light_memory, light_live) = set.refresh_light(&counters).unwrap();
+        assert_eq!(light_live.len(), 2);
+        // Tracked by its processes: their memory is read at every look (its peak).
+        assert_eq!(
+            light_memory.map(|m| m.processes),
+            memory.map(|m| m.processes)
+        );
+        // A member born since: found by the next full look only.
+        std::io::Write::write_all(sh.stdin.as_mut().unwrap(), b"go\n").unwrap();
+        line.clear();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        let second: u32 = line.trim().parse().unwrap();
+        let (_, light_live) = set.refresh_light(&counters).unwrap();
+        assert!(!light_live.iter().any(|m| m.id.pid == second));
+        assert!(set.refresh(&counters).1.iter().any(|m| m.id.pid == second));
+        // A member gone: a light look will not do (the job may be ending).
+        // SAFETY: our own child's child, read from its output just above.
+        unsafe { libc::kill(first as i32, libc::SIGKILL) };
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            set.refresh_light(&counters).is_none()
+        });
+        assert!(gone, "the member's end was not seen");
+        assert!(!set.refresh(&counters).1.iter().any(|m| m.id.pid == first));
+        // SAFETY: as above.
+        unsafe { libc::kill(second as i32, libc::SIGKILL) };
+        let _ = sh.kill();
+        let _ = sh.wait();
     }
 }

@@ -32,7 +32,14 @@ impl AppState {
         if let Some(store) = store.as_mut() {
             crate::persist::restore(store, &mut monitor, &settings, &counters);
         }
-        let first = read_sample(&counters, &[], &mut ErrorOnce::default(), 0, Duration::ZERO);
+        let first = read_sample(
+            &counters,
+            &[],
+            &mut ErrorOnce::default(),
+            0,
+            Duration::ZERO,
+            None,
+        );
         monitor.on_sample(&first);
         let sampler = Sampler::start(counters.clone(), settings.sample_interval)
             .context("starting the sampler")?;

@@ -18,7 +18,7 @@ use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Sourc
 use crate::counters::{CounterSource, Counters};
 use crate::effects::{Control, JobSignal};
 use crate::enforce::{signal_each, stop_members, Safety};
-use crate::engine::{carry_out, Action, Engine, JobSpec, JobStatus, Moment};
+use crate::engine::{carry_out, Action, Engine, JobSpec, JobStatus, JobView, Moment};
 use crate::marks::{not_here, Answer, MarkServer, Request};
 use crate::members::MemberSet;
 use crate::paths::Dirs;
@@ -36,8 +36,11 @@ pub fn drive(
     source: &mut dyn Source,
     effects: &mut dyn DriverEffects,
 ) -> Verdict {
+    // The job's view, made again in place after each input (no allocation when nothing grew).
+    let mut view = JobView::default();
     loop {
         let due = engine.check_interval().unwrap_or(poll);
+        source.light_checks(view.state == JobStatus::Running);
         let input = source.next(due);
         if matches!(input, Input::Sample(_)) {
             if let Some(peers) = source.peers() {
@@ -47,15 +50,19 @@ pub fn drive(
         let now = source.now();
         let (actions, sample) = take(engine, job, input, now);
         // The outputs see the job as the actions left it (a pause's event finds it paused).
-        if let Some(view) = engine.view(job) {
+        let known = engine.view_into(job, &mut view);
+        if known {
             effects.view(&view);
         }
-        carry_out(engine, effects, actions, now);
+        if !actions.is_empty() {
+            carry_out(engine, effects, actions, now);
+            engine.view_into(job, &mut view);
+        }
         // The sample goes to the outputs after the signals it led to.
-        if let (Some(sample), Some(view)) = (sample, engine.view(job)) {
-            effects.sample(sample, &view);
-        } else if let Some(view) = engine.view(job) {
-            effects.view(&view);
+        match sample {
+            Some(sample) if known => effects.sample(sample, &view),
+            _ if known => effects.view(&view),
+            _ => {}
         }
         if let Some(verdict) = engine.verdict(job) {
             return verdict.clone();

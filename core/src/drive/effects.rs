@@ -112,7 +112,7 @@ impl Effects for LiveEffects<'_> {
 
 impl DriverEffects for LiveEffects<'_> {
     fn sample(&mut self, sample: Sample, view: &JobView) {
-        self.view = Arc::new(view.clone());
+        self.view(view);
         self.outputs.sample(&Arc::new(sample), &self.view);
     }
 

@@ -95,12 +95,14 @@ impl Source for LiveSource<'_> {
                     reply,
                 }) => {
                     let input = requested(peer, request, reply);
-                    // From a member: it may be a process born since the last check.
+                    // From a member: it may be a process born since the last check, which
+                    // only a full check looks for.
                     if matches!(
                         input,
                         Input::Mark { .. } | Input::Hello { .. } | Input::Report { .. }
                     ) {
                         self.pending = Some(input);
+                        self.sampler.full_next();
                         return self.sample();
                     }
                     return input;
@@ -121,6 +123,10 @@ impl Source for LiveSource<'_> {
 
     fn peers(&mut self) -> Option<Vec<Peer>> {
         self.peers.as_mut()?.read()
+    }
+
+    fn light_checks(&mut self, allowed: bool) {
+        self.sampler.allow_light(allowed);
     }
 }
 

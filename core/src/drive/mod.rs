@@ -162,6 +162,9 @@ pub trait Source {
     fn peers(&mut self) -> Option<Vec<crate::policy::order::Peer>> {
         None
     }
+    /// Whether the checks that follow may be light ones (`crate::sampler::read_sample`):
+    /// while the job runs; a pause or a stop under way (or held) is checked in full.
+    fn light_checks(&mut self, _allowed: bool) {}
 }
 
 /// What a job's actions do, and where its progress goes.

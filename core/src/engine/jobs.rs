@@ -548,6 +548,12 @@ impl Engine {
         self.job(id).map(view)
     }
 
+    /// [`Engine::view`] into `view`, reusing what it holds (a driver's loop, at every
+    /// check); false when there is no such job.
+    pub fn view_into(&self, id: u64, view: &mut JobView) -> bool {
+        self.job(id).map(|j| view_into(j, view)).is_some()
+    }
+
     /// Jobs for the UI, newest first.
     pub fn views(&self) -> Vec<JobView> {
         self.jobs.iter().rev().map(view).collect()
@@ -576,37 +582,42 @@ impl Engine {
 }
 
 fn view(j: &Job) -> JobView {
-    JobView {
-        id: j.id,
-        pid: j.root.pid,
-        start_time: j.root.start_time,
-        command: j.spec.command.clone(),
-        mode: j.spec.mode,
-        state: j.status(),
-        swap_start_bytes: j.ledger.swap_start_bytes(),
-        swap_growth_bytes: j.growth_bytes,
-        swap_budget_bytes: (j.spec.mode == JobMode::Guard)
-            .then_some(j.spec.limits.swap_budget_bytes),
-        peak_footprint_bytes: j.ledger.peak_footprint_bytes(),
-        taken_bytes: j
-            .ledger
-            .in_use_rise_bytes()
-            .or(j.ledger.peak_footprint_bytes()),
-        verdict: j.verdict.clone(),
-        started_at_ms: unix_ms(j.started_at),
-        stages: j.stages.stages().to_vec(),
-        on_budget: j.spec.limits.on_budget,
-        pauses: j.pauses.count,
-        paused_since_ms: j.pauses.current.map(|(at, _)| unix_ms(at)),
-        resumed_at_ms: j.pauses.resumed_at.map(unix_ms),
-        resumes_by_itself: j.spec.limits.resume_free_percent.is_some(),
-        yields: j.yields(),
-        members: j.seen.iter().map(|m| m.id).collect(),
-        refused: j
-            .refused
-            .iter()
-            .map(|(id, why)| (id.pid, why.clone()))
-            .collect(),
-        cgroup: j.members.cgroup(),
-    }
+    let mut view = JobView::default();
+    view_into(j, &mut view);
+    view
+}
+
+/// The view of `j` into `v`, reusing what `v` holds: no allocation when nothing grew.
+fn view_into(j: &Job, v: &mut JobView) {
+    v.id = j.id;
+    v.pid = j.root.pid;
+    v.start_time = j.root.start_time;
+    v.command.clone_from(&j.spec.command);
+    v.mode = j.spec.mode;
+    v.state = j.status();
+    v.swap_start_bytes = j.ledger.swap_start_bytes();
+    v.swap_growth_bytes = j.growth_bytes;
+    v.swap_budget_bytes =
+        (j.spec.mode == JobMode::Guard).then_some(j.spec.limits.swap_budget_bytes);
+    v.peak_footprint_bytes = j.ledger.peak_footprint_bytes();
+    v.taken_bytes = j
+        .ledger
+        .in_use_rise_bytes()
+        .or(j.ledger.peak_footprint_bytes());
+    v.verdict.clone_from(&j.verdict);
+    v.started_at_ms = unix_ms(j.started_at);
+    v.stages.clear();
+    v.stages.extend_from_slice(j.stages.stages());
+    v.on_budget = j.spec.limits.on_budget;
+    v.pauses = j.pauses.count;
+    v.paused_since_ms = j.pauses.current.map(|(at, _)| unix_ms(at));
+    v.resumed_at_ms = j.pauses.resumed_at.map(unix_ms);
+    v.resumes_by_itself = j.spec.limits.resume_free_percent.is_some();
+    v.yields = j.yields();
+    v.members.clear();
+    v.members.extend(j.seen.iter().map(|m| m.id));
+    v.refused.clear();
+    v.refused
+        .extend(j.refused.iter().map(|(id, why)| (id.pid, why.clone())));
+    j.members.cgroup_into(&mut v.cgroup);
 }

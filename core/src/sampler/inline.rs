@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use super::{next_tick, read_sample, ErrorOnce, Sample};
-use crate::counters::Counters;
+use crate::counters::{Counters, SystemCounters};
 use crate::members::MemberSet;
 
 /// A sampler without a thread: the caller sleeps [`InlineSampler::until_next`], then calls
@@ -25,6 +25,12 @@ pub struct InlineSampler {
     seq: u64,
     errors: ErrorOnce,
     tracked: Vec<MemberSet>,
+    /// The system counters of the last tick, for the light ones ([`super::FULL_EVERY`]).
+    last: Option<SystemCounters>,
+    /// Light ticks are allowed (the job runs).
+    light_allowed: bool,
+    /// The next tick is a full one.
+    full_next: bool,
 }
 
 impl InlineSampler {
@@ -41,13 +47,17 @@ impl InlineSampler {
             seq: 0,
             errors: ErrorOnce::default(),
             tracked: Vec::new(),
+            last: None,
+            light_allowed: true,
+            full_next: false,
         }
     }
 
-    /// Tracks a job's members from the next tick on.
+    /// Tracks a job's members from the next tick on (a full one).
     pub fn track(&mut self, set: &MemberSet) {
         if !self.tracked.iter().any(|t| t.same_as(set)) {
             self.tracked.push(set.clone());
+            self.last = None;
         }
     }
 
@@ -80,15 +90,34 @@ impl InlineSampler {
         self.origin.elapsed()
     }
 
-    /// Reads one sample now and schedules the next tick (missed ticks are skipped).
+    /// Whether the ticks that follow may be light ones (while the job runs: see
+    /// [`read_sample`]); when not, every tick is a full one.
+    pub fn allow_light(&mut self, allowed: bool) {
+        self.light_allowed = allowed;
+    }
+
+    /// The next tick is a full one (a mark's sender may be a process born since the last
+    /// tick: only a full one looks for new members).
+    pub fn full_next(&mut self) {
+        self.full_next = true;
+    }
+
+    /// Reads one sample now and schedules the next tick (missed ticks are skipped). One tick
+    /// in [`super::FULL_EVERY`] reads everything, the others are light ([`read_sample`])
+    /// while they are allowed.
     pub fn tick(&mut self) -> Sample {
+        let light = self.light_allowed
+            && !std::mem::take(&mut self.full_next)
+            && !self.seq.is_multiple_of(super::FULL_EVERY);
         let sample = read_sample(
             &self.counters,
             &self.tracked,
             &mut self.errors,
             self.seq,
             self.origin.elapsed(),
+            self.last.as_ref().filter(|_| light),
         );
+        self.last.clone_from(&sample.system);
         self.seq += 1;
         (self.n, self.next) = next_tick(self.schedule_start, self.interval, self.n, Instant::now());
         sample
@@ -125,5 +154,46 @@ mod tests {
             assert!(s.until_next() <= Duration::from_millis(40));
         }
         assert!(s.clock() >= last.unwrap_or_default());
+    }
+
+    #[test]
+    fn one_tick_in_five_reads_everything_and_every_tick_when_light_ones_are_not_allowed() {
+        // A /proc whose page counts (vmstat) grow before every tick: a light tick hands on
+        // the last full tick's count, a full one reads the new one.
+        let dir = tempfile::tempdir().unwrap();
+        let modern =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc-modern");
+        std::fs::copy(modern.join("meminfo"), dir.path().join("meminfo")).unwrap();
+        let vmstat = dir.path().join("vmstat");
+        let mut s = InlineSampler::new(
+            Counters::with_proc_root(dir.path()),
+            Duration::from_millis(1),
+        );
+        let mut pages = 0u64;
+        let mut tick = |s: &mut InlineSampler| {
+            pages += 1;
+            std::fs::write(&vmstat, format!("pswpout {pages}\n")).unwrap();
+            s.tick().system.unwrap().swapped_out_bytes
+        };
+        let seen: Vec<u64> = (0..11).map(|_| tick(&mut s)).collect();
+        // Ticks 0, 5 and 10 are full; the others hand on the count of the one before.
+        assert!(seen[1..5].iter().all(|&c| c == seen[0]), "{seen:?}");
+        assert!(seen[5] > seen[0], "{seen:?}");
+        assert!(seen[6..10].iter().all(|&c| c == seen[5]), "{seen:?}");
+        assert!(seen[10] > seen[5], "{seen:?}");
+        // Not allowed (a pause or a stop under way): every tick is a full one.
+        s.allow_light(false);
+        let mut last = seen[10];
+        for _ in 11..14 {
+            let now = tick(&mut s);
+            assert!(now > last, "a full tick");
+            last = now;
+        }
+        s.allow_light(true);
+        assert_eq!(tick(&mut s), last, "tick 14 is light again");
+        last = tick(&mut s);
+        assert_eq!(tick(&mut s), last, "tick 16 is light");
+        s.full_next();
+        assert!(tick(&mut s) > last, "tick 17 is full, as asked");
     }
 }

@@ -128,31 +128,54 @@ impl ErrorOnce {
     }
 }
 
+/// One check in this many reads everything ([`read_sample`] with no `last`); the others
+/// are light (see [`read_sample`]).
+pub const FULL_EVERY: u64 = 5;
+
 /// Reads one sample: system counters and every tracked job's members (each re-checked by
 /// pid and start time).
+///
+/// With `last` (the system counters of the sample before it), a light check, for a job that
+/// runs (the driver asks for full checks while a pause or a stop is under way or held):
+/// what the stop rules need is read fresh (swap in use and free memory, under a limit that
+/// binds our cgroup's usage), and each known member, its state and its memory; the rest is
+/// as the last full check read it: the kernel's page and swap counts, the OOM counts,
+/// pressure, our cgroup's limit, a job's own memory cgroup's figures (the kernel keeps its
+/// peak) ([`CounterSource::read_system_light`], [`MemberSet::refresh_light`]). New members
+/// are looked for at the full checks. When a member is gone (the job may be ending) the
+/// check is a full one after all.
 pub fn read_sample(
     counters: &impl CounterSource,
     tracked: &[MemberSet],
     errors: &mut ErrorOnce,
     seq: u64,
     since_start: Duration,
+    last: Option<&SystemCounters>,
 ) -> Sample {
-    let system = counters.read_system();
-    let error = errors.observe(&system);
+    let mut full = last.is_none();
     let tracked = tracked
         .iter()
         .map(|set| {
-            let (memory, members) = set.refresh(counters);
+            let light = last.and_then(|_| set.refresh_light(counters));
+            let (memory, members) = light.unwrap_or_else(|| {
+                full = true;
+                set.refresh(counters)
+            });
             TrackedSample {
                 identity: set.root(),
                 memory,
                 members,
                 kernel_peak_bytes: set.kernel_peak_bytes(),
-                in_own_cgroup: set.cgroup().is_some_and(|c| c.memory),
+                in_own_cgroup: set.in_own_memory_cgroup(),
                 cgroup_oom_kills: set.cgroup_oom_kills(),
             }
         })
         .collect();
+    let system = match last {
+        Some(last) if !full => counters.read_system_light(last),
+        _ => counters.read_system(),
+    };
+    let error = errors.observe(&system);
     Sample {
         seq,
         at: SystemTime::now(),
@@ -352,7 +375,7 @@ fn run_loop(shared: &Shared, counters: &Counters) {
             // A panic while reading is caught and logged, and sampling goes on: the jobs and
             // their guards depend on this loop.
             let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                read_sample(counters, &tracked, &mut errors, seq, origin.elapsed())
+                read_sample(counters, &tracked, &mut errors, seq, origin.elapsed(), None)
             }));
             match read {
                 Ok(sample) => publish(shared, &Arc::new(sample)),
@@ -430,8 +453,8 @@ mod tests {
     fn failing_reader_keeps_sampling() {
         let counters = Counters::with_proc_root("/nonexistent-proc-root");
         let mut errors = ErrorOnce::default();
-        let first = read_sample(&counters, &[], &mut errors, 0, Duration::ZERO);
-        let second = read_sample(&counters, &[], &mut errors, 1, Duration::ZERO);
+        let first = read_sample(&counters, &[], &mut errors, 0, Duration::ZERO, None);
+        let second = read_sample(&counters, &[], &mut errors, 1, Duration::ZERO, None);
         assert!(first.system.is_none() && first.error.is_some());
         assert!(second.system.is_none() && second.error.is_none());
     }
