@@ -180,6 +180,7 @@ mod tests {
 
     fn sample(seq: u64, swap: u64) -> Sample {
         Sample {
+            aimed: false,
             seq,
             at: SystemTime::UNIX_EPOCH
                 + Duration::from_secs(1_700_000_000)
@@ -251,6 +252,7 @@ mod tests {
         let t0 = SystemTime::now() - Duration::from_secs(50);
         for i in 0..100 {
             m.on_sample(&Sample {
+                aimed: false,
                 at: t0 + Duration::from_millis(i * 500),
                 ..sample(i, 1 << 30)
             });
@@ -270,6 +272,7 @@ mod tests {
         m.jobs.mark(job, "decode", Duration::from_secs(53));
         for i in 100..110 {
             m.on_sample(&Sample {
+                aimed: false,
                 at: t0 + Duration::from_millis(i * 500),
                 ..sample(i, 1 << 30)
             });
@@ -303,6 +306,7 @@ mod tests {
         );
         // Its process is gone at the first sample: the job ends with a verdict.
         let gone = Sample {
+            aimed: false,
             tracked: vec![TrackedSample {
                 identity: id,
                 memory: None,
@@ -316,6 +320,7 @@ mod tests {
         m.on_sample(&gone);
         assert!(m.jobs.views()[0].verdict.is_some());
         let later = |minutes: u64| Sample {
+            aimed: false,
             at: gone.at + Duration::from_secs(minutes * 60),
             ..sample(1, 1 << 30)
         };

@@ -89,6 +89,10 @@ pub struct SampleRecord {
     /// How many processes the traced trees had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<u32>,
+    /// A look the guard aimed at the crossing between two regular checks (Headroom's; see
+    /// `crate::policy::aim`): written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aimed: bool,
 }
 
 /// An `event` line.
@@ -516,5 +520,23 @@ mod tests {
     fn missing_file_is_line_zero() {
         let e = read_trace(Path::new("/nonexistent/trace.jsonl")).unwrap_err();
         assert_eq!(e.line, 0);
+    }
+
+    #[test]
+    fn an_aimed_look_is_said_in_its_sample_line_and_only_then() {
+        let aimed = SampleRecord {
+            t: 0.277,
+            aimed: true,
+            ..SampleRecord::default()
+        };
+        let line = serde_json::to_string(&aimed).unwrap();
+        assert!(line.contains(r#""aimed":true"#), "{line}");
+        let back: SampleRecord = serde_json::from_str(&line).unwrap();
+        assert!(back.aimed);
+        let regular = serde_json::to_string(&SampleRecord::default()).unwrap();
+        assert!(!regular.contains("aimed"), "{regular}");
+        let old: SampleRecord =
+            serde_json::from_str(r#"{"t":1.0,"swap_used":5,"level":40}"#).unwrap();
+        assert!(!old.aimed, "a line without it was no aimed look");
     }
 }

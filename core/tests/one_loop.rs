@@ -44,6 +44,7 @@ impl Source for Recorded {
         self.now.set(Duration::from_secs_f64(s.t));
         let alive = self.alive.get();
         Input::Sample(Sample {
+            aimed: s.aimed,
             seq: self.next as u64,
             at: UNIX_EPOCH + self.now.get(),
             since_start: self.now.get(),
@@ -154,50 +155,99 @@ fn live_and_replay_stop_at_the_same_sample_for_the_same_reason() {
         ),
     ];
     for (path, limits) in cases {
-        let trace = fixture(path);
-        let alive = Rc::new(Cell::new(true));
-        let clock = Rc::new(Cell::new(Duration::ZERO));
-        let mut source = Recorded {
-            trace: trace.clone(),
-            next: 0,
-            alive: Rc::clone(&alive),
-            now: Rc::clone(&clock),
-        };
-        let mut live = Live {
-            alive,
-            now: clock,
-            stopped: None,
-        };
-        let mut engine = Engine::default();
-        let members = MemberSet::new(Members::of_command(LEADER, None));
-        let first = trace.samples[0].swap_used;
-        let at = Moment {
-            at: SystemTime::UNIX_EPOCH,
-            clock: Duration::ZERO,
-        };
-        let job = engine.add(members, spec(limits.clone()), first, at);
-        let verdict = drive(
-            &mut engine,
-            job,
-            Duration::from_millis(500),
-            &mut source,
-            &mut live,
-        );
-        let replayed = replay(&trace, spec(limits)).unwrap();
-        let live_stop = live
-            .stopped
-            .as_ref()
-            .map(|(t, r)| (*t, std::mem::discriminant(r)));
-        let replay_stop = replayed
-            .stopped_at_seconds
-            .zip(replayed.reason.as_ref().map(std::mem::discriminant));
-        assert_eq!(
-            live_stop, replay_stop,
-            "{path}: live {:?}, replay {:?}",
-            live.stopped, replayed
-        );
-        // (The growth after the stop differs: a live check after it reads new numbers, a
-        // replay ends at the reading it stopped on.)
-        assert_eq!(verdict.fits, replayed.verdict.fits, "{path}");
+        same_stop(path, &fixture(path), limits);
     }
+}
+
+#[test]
+fn a_trace_with_looks_aimed_at_the_crossing_replays_as_it_ran() {
+    // A guard's trace whose last two readings were looks aimed at the crossing: the first,
+    // still under the budget, does not stop the job (the projection would have); the
+    // second, past it, stops it for the budget itself. Live and replay agree.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("aimed.jsonl");
+    let mib: u64 = 1 << 20;
+    let lines = [
+        r#"{"type":"start","interval":0.1}"#.to_string(),
+        r#"{"type":"sample","t":0.0,"swap_used":0,"level":50}"#.to_string(),
+        format!(
+            r#"{{"type":"sample","t":0.1,"swap_used":{},"level":50}}"#,
+            30 * mib
+        ),
+        format!(
+            r#"{{"type":"sample","t":0.2,"swap_used":{},"level":50}}"#,
+            70 * mib
+        ),
+        format!(
+            r#"{{"type":"sample","t":0.277,"swap_used":{},"level":50,"aimed":true}}"#,
+            95 * mib
+        ),
+        format!(
+            r#"{{"type":"sample","t":0.29,"swap_used":{},"level":50,"aimed":true}}"#,
+            101 * mib
+        ),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let trace = read_trace(&path).unwrap();
+    assert!(trace.samples[3].aimed && !trace.samples[2].aimed);
+    let limits = Limits {
+        swap_budget_bytes: 100 * mib,
+        ..Limits::default()
+    };
+    let (t, reason) = same_stop("aimed.jsonl", &trace, limits).unwrap();
+    assert_eq!(t, 0.29);
+    assert!(
+        matches!(reason, StopReason::SwapBudget { .. }),
+        "{reason:?}"
+    );
+}
+
+/// Drives `trace` live (its readings as a source would hand them out) and replays it:
+/// the same stop, for the same reason, at the same reading; returns it.
+fn same_stop(path: &str, trace: &Trace, limits: Limits) -> Option<(f64, StopReason)> {
+    let alive = Rc::new(Cell::new(true));
+    let clock = Rc::new(Cell::new(Duration::ZERO));
+    let mut source = Recorded {
+        trace: trace.clone(),
+        next: 0,
+        alive: Rc::clone(&alive),
+        now: Rc::clone(&clock),
+    };
+    let mut live = Live {
+        alive,
+        now: clock,
+        stopped: None,
+    };
+    let mut engine = Engine::default();
+    let members = MemberSet::new(Members::of_command(LEADER, None));
+    let first = trace.samples[0].swap_used;
+    let at = Moment {
+        at: SystemTime::UNIX_EPOCH,
+        clock: Duration::ZERO,
+    };
+    let job = engine.add(members, spec(limits.clone()), first, at);
+    let verdict = drive(
+        &mut engine,
+        job,
+        Duration::from_millis(500),
+        &mut source,
+        &mut live,
+    );
+    let replayed = replay(trace, spec(limits)).unwrap();
+    let live_stop = live
+        .stopped
+        .as_ref()
+        .map(|(t, r)| (*t, std::mem::discriminant(r)));
+    let replay_stop = replayed
+        .stopped_at_seconds
+        .zip(replayed.reason.as_ref().map(std::mem::discriminant));
+    assert_eq!(
+        live_stop, replay_stop,
+        "{path}: live {:?}, replay {:?}",
+        live.stopped, replayed
+    );
+    // (The growth after the stop differs: a live check after it reads new numbers, a
+    // replay ends at the reading it stopped on.)
+    assert_eq!(verdict.fits, replayed.verdict.fits, "{path}");
+    live.stopped
 }

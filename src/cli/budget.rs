@@ -14,7 +14,9 @@ use super::sinks::TraceSink;
 #[derive(Debug, Clone, Args)]
 pub struct BudgetArgs {
     /// Stop the job when swap grows more than this over its level at the start (e.g. 8G,
-    /// 512M; binary units), or when it grows so fast it would pass it before the next check.
+    /// 512M; binary units). When swap, growing at its rate, would pass it before the next
+    /// check, the guard looks again just after that moment (a replayed trace without such
+    /// looks: stopped when it would pass it before the next check).
     #[arg(long, default_value = text::size(d::SWAP_BUDGET_BYTES), allow_hyphen_values = true, value_parser = super::values::parse_size, value_name = "SIZE")]
     pub swap_budget: u64,
     /// Also stop when swap in use passes this absolute amount (and, for guard, do not start

@@ -39,8 +39,8 @@ pub fn drive(
     // The job's view, made again in place after each input (no allocation when nothing grew).
     let mut view = JobView::default();
     loop {
-        let due = engine.check_interval().unwrap_or(poll);
-        source.light_checks(view.state == JobStatus::Running);
+        let (due, aimed) = engine.next_look().unwrap_or((poll, false));
+        source.next_look(view.state == JobStatus::Running, aimed);
         let input = source.next(due);
         if matches!(input, Input::Sample(_)) {
             if let Some(peers) = source.peers() {
@@ -208,6 +208,7 @@ pub fn run(
         signal_pending: pending,
         pending: None,
         peers: peers.map(PeerBoard::new),
+        aimed: false,
     };
     let mut effects = LiveEffects::new(
         counters,

@@ -64,6 +64,8 @@ pub(super) struct LiveSource<'a> {
     pub(super) pending: Option<Input>,
     /// Other guards' jobs, for a job that pauses at its budget (the pause order).
     pub(super) peers: Option<PeerBoard>,
+    /// The next timed check is a look aimed at the crossing (`crate::policy::aim`).
+    pub(super) aimed: bool,
 }
 
 impl Source for LiveSource<'_> {
@@ -108,7 +110,8 @@ impl Source for LiveSource<'_> {
                     return input;
                 }
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                    return self.sample()
+                    let aimed = self.aimed;
+                    return self.sample_as(aimed);
                 }
             }
         }
@@ -125,8 +128,9 @@ impl Source for LiveSource<'_> {
         self.peers.as_mut()?.read()
     }
 
-    fn light_checks(&mut self, allowed: bool) {
-        self.sampler.allow_light(allowed);
+    fn next_look(&mut self, light: bool, aimed: bool) {
+        self.sampler.allow_light(light);
+        self.aimed = aimed;
     }
 }
 
@@ -187,7 +191,14 @@ impl LiveSource<'_> {
     /// One sample now. A leader that exited while it was read is reaped first, so that the
     /// engine knows its exit status before it sees the job gone.
     fn sample(&mut self) -> Input {
-        let sample = Input::Sample(self.sampler.tick());
+        self.sample_as(false)
+    }
+
+    /// [`LiveSource::sample`], saying whether it is the look aimed at the crossing.
+    fn sample_as(&mut self, aimed: bool) -> Input {
+        let mut sample = self.sampler.tick();
+        sample.aimed = aimed;
+        let sample = Input::Sample(sample);
         match self.reaped() {
             Some(exit) => {
                 self.check_now = false;

@@ -162,9 +162,11 @@ pub trait Source {
     fn peers(&mut self) -> Option<Vec<crate::policy::order::Peer>> {
         None
     }
-    /// Whether the checks that follow may be light ones (`crate::sampler::read_sample`):
-    /// while the job runs; a pause or a stop under way (or held) is checked in full.
-    fn light_checks(&mut self, _allowed: bool) {}
+    /// How the checks that follow are taken: whether they may be `light` ones (while the
+    /// job runs; a pause or a stop under way or held is checked in full, see
+    /// `crate::sampler::read_sample`), and whether the next one is a look `aimed` at the
+    /// crossing (`crate::policy::aim`), which its sample then says ([`Sample::aimed`]).
+    fn next_look(&mut self, _light: bool, _aimed: bool) {}
 }
 
 /// What a job's actions do, and where its progress goes.

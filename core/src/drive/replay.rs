@@ -159,6 +159,7 @@ impl TraceSource {
             Vec::new()
         };
         Sample {
+            aimed: record.aimed,
             seq: self.next as u64,
             at: self.start_at + self.now.get(),
             since_start: self.now.get(),

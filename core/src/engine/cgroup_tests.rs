@@ -19,6 +19,7 @@ fn sample(
     let mut system = crate::testdata::system_counters(0, 50.0);
     system.oom_kills = Some(host_ooms);
     Sample {
+        aimed: false,
         seq,
         at: t0() + Duration::from_millis(seq * 500),
         since_start: Duration::from_millis(seq * 500),

@@ -4,13 +4,14 @@
 
 use std::time::{Duration, SystemTime};
 
+use super::aim::Looks;
 use super::phase::{PauseCheck, PausePhase, RefusedMembers, StopCheck, StopPhase};
 use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
 use crate::effects::{JobSignal, SignalReport, StopReport};
 use crate::members::{Member, MemberSet};
 use crate::policy::order::{self, Me, Peer, PeerAt};
 use crate::policy::{
-    check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
+    aim, check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
     OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
 use crate::process::ProcessIdentity;
@@ -59,8 +60,11 @@ pub(super) struct Job {
     pub(super) clock: Duration,
     /// How the job's leader ended, once known (the exit status of a command we started).
     pub(super) exit: Option<EndReason>,
-    /// The interval until this job's next check.
+    /// The interval between this job's regular checks.
     pub(super) check: Duration,
+    /// When its next looks come while it runs: a look aimed at the crossing between two
+    /// regular checks (`super::aim`), for a driver that takes them.
+    pub(super) looks: Looks,
     /// Its stages, as marked.
     pub(super) stages: StageTracker,
     /// Its pauses so far.
@@ -143,6 +147,7 @@ impl Job {
             }],
             ever: std::collections::HashSet::from([root]),
             check: spec.poll,
+            looks: Looks::default(),
             spec,
             ledger: Ledger::new(swap_now_bytes),
             events: EventGate::default(),
@@ -267,6 +272,15 @@ impl Job {
         }
     }
 
+    /// The interval to this job's next look and whether it is one aimed at the crossing
+    /// (`super::aim`), for a driver that takes such looks; else as [`Job::next_check`].
+    pub(super) fn next_look(&self) -> Option<(Duration, bool)> {
+        match self.phase {
+            Phase::Running => Some(self.looks.next_look().unwrap_or((self.check, false))),
+            _ => self.next_check().map(|d| (d, false)),
+        }
+    }
+
     /// One sample: the members it found (verifying a pause or a stop under way), then the
     /// limits and events of a running job.
     pub(super) fn observe(&mut self, sample: &Sample, peers: &[Peer], actions: &mut Vec<Action>) {
@@ -322,21 +336,30 @@ impl Job {
             return; // a failed read: the job goes on, judged at the next good sample
         };
         if let Phase::Paused(_) = self.phase {
+            self.looks.clear();
             self.observe_paused(&obs, peers, actions);
         } else {
-            self.observe_running(&obs, peers, actions);
+            self.observe_running(&obs, sample.aimed, peers, actions);
         }
     }
 
     /// A running job's observation: the stop rules, events, the next check interval.
-    fn observe_running(&mut self, obs: &Observation, peers: &[Peer], actions: &mut Vec<Action>) {
+    fn observe_running(
+        &mut self,
+        obs: &Observation,
+        aimed: bool,
+        peers: &[Peer],
+        actions: &mut Vec<Action>,
+    ) {
         let guarded = self.spec.mode == JobMode::Guard;
+        // A look aimed at the crossing between two regular checks (`super::aim`).
+        let between = guarded && aimed;
         // The rate is measured over the interval that led to this check; it spaces the next
         // one, and the growth is projected to it.
         let window = if guarded { self.check } else { Duration::ZERO };
         self.ledger.record(obs, window);
         let growth = self.ledger.budget_growth_bytes(obs);
-        if guarded {
+        if guarded && (!between || self.looks.regular_due(obs.t)) {
             self.check = check_interval(
                 &self.spec.limits,
                 growth,
@@ -346,14 +369,27 @@ impl Job {
             )
             .min(room_check_interval(&self.spec.limits, obs, self.spec.poll))
             .max(self.spec.min_check);
+            self.looks.regular(obs.t, self.check);
         }
         let mut limits = self.spec.limits.clone();
         limits.lookahead = self.check;
-        let stop = if guarded {
-            self.ledger.judge(&limits, obs)
-        } else {
-            None
+        let stop = match (guarded, between) {
+            (false, _) => None,
+            (true, false) => self.ledger.judge(&limits, obs),
+            (true, true) => self.ledger.judge_between(&limits, obs),
         };
+        let aim_at = (guarded && stop.is_none())
+            .then(|| {
+                aim(
+                    &limits,
+                    growth,
+                    obs.swap_used_bytes,
+                    self.ledger.rate_bytes_per_second(),
+                    self.looks.until_regular(obs.t, self.check),
+                )
+            })
+            .flatten();
+        self.looks.next(obs.t, aim_at, self.check);
         self.record(obs);
         let total = self.ledger.growth_bytes(obs);
         for event in self.events.observe(&limits, guarded, (total, growth), obs) {

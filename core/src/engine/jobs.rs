@@ -353,6 +353,13 @@ impl Engine {
         self.jobs.iter().filter_map(Job::next_check).min()
     }
 
+    /// For a driver that takes looks aimed at the crossing between regular checks (a
+    /// guard's: `headroom guard`, `watch`): the interval to the next look, and whether it is
+    /// an aimed one (its sample is to say so, [`crate::sampler::Sample::aimed`]).
+    pub fn next_look(&self) -> Option<(Duration, bool)> {
+        self.jobs.iter().filter_map(Job::next_look).min()
+    }
+
     /// Feeds one sample; returns what to do.
     pub fn on_sample(&mut self, sample: &Sample) -> Vec<Action> {
         let mut actions = Vec::new();

@@ -22,6 +22,7 @@
 //! effects a job may have and the one [`carry_out`]; `records.rs` what persistence saves;
 //! `words.rs` the wording of events.
 
+mod aim;
 mod execute;
 mod job;
 mod jobs;
@@ -269,6 +270,8 @@ impl JobMode {
     }
 }
 
+#[cfg(test)]
+mod aim_tests;
 #[cfg(test)]
 mod cgroup_tests;
 #[cfg(test)]

@@ -48,6 +48,7 @@ fn sample_of(
         })
         .collect();
     Sample {
+        aimed: false,
         seq,
         at: t0() + Duration::from_millis(seq * 500),
         since_start: Duration::from_millis(seq * 500),

@@ -59,6 +59,7 @@ fn at_ms(
     members: &[Member],
 ) -> Sample {
     Sample {
+        aimed: false,
         seq,
         at: t0() + Duration::from_millis(ms),
         since_start: Duration::from_millis(ms),

@@ -260,6 +260,7 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
         ..view.clone()
     };
     let sample = crate::sampler::Sample {
+        aimed: false,
         seq: 1,
         at: SystemTime::now(),
         since_start: Duration::ZERO,

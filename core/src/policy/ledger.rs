@@ -189,6 +189,28 @@ impl Ledger {
 
     /// The stop rules on an observation already recorded: whether to stop the job now.
     pub fn judge(&mut self, limits: &Limits, obs: &Observation) -> Option<StopReason> {
+        self.judge_look(limits, obs, true)
+    }
+
+    /// [`Ledger::judge`] for a look aimed at the crossing between two regular checks
+    /// ([`super::aim`]): every rule but the growth projection. The look comes just after
+    /// the crossing the projection foresaw: a job still under its budget then grew slower
+    /// than projected, and the projection starts again (it must hold on two regular checks
+    /// in a row); the crossing itself is seen by the look after it, within milliseconds.
+    pub fn judge_between(&mut self, limits: &Limits, obs: &Observation) -> Option<StopReason> {
+        let stop = self.judge_look(limits, obs, false);
+        if stop.is_none() {
+            self.projected_crossings = 0;
+        }
+        stop
+    }
+
+    fn judge_look(
+        &mut self,
+        limits: &Limits,
+        obs: &Observation,
+        project: bool,
+    ) -> Option<StopReason> {
         let rate = self.rate_bytes_per_second;
         let growth = self.budget_growth_bytes(obs);
         if growth > limits.swap_budget_bytes {
@@ -200,7 +222,7 @@ impl Ledger {
         // One burst, or a late check right after an early one, must not stop a job that
         // fits: the rate spans at least the look-ahead, and the crossing must hold twice.
         let projected = growth as f64 + rate * limits.lookahead.as_secs_f64();
-        if projected > limits.swap_budget_bytes as f64 {
+        if project && projected > limits.swap_budget_bytes as f64 {
             self.projected_crossings += 1;
             if self.projected_crossings >= PROJECTED_CROSSINGS {
                 return Some(StopReason::SwapBudgetProjected {
@@ -209,7 +231,7 @@ impl Ledger {
                     budget_bytes: limits.swap_budget_bytes,
                 });
             }
-        } else {
+        } else if project {
             self.projected_crossings = 0;
         }
         if let Some(limit) = limits.swap_limit_bytes {

@@ -90,6 +90,36 @@ pub fn check_interval(
         .clamp(MIN_CHECK_INTERVAL, base)
 }
 
+/// A look aimed at the crossing comes this long after the moment swap, growing at its rate,
+/// would pass the budget.
+pub const AIM_AFTER: Duration = Duration::from_millis(2);
+/// A look aimed at the crossing comes at least this long after the one that aims it.
+pub const AIM_MIN: Duration = Duration::from_millis(10);
+
+/// When to look again, before or at the next regular check due in `next`, when swap,
+/// growing at `rate_bytes_per_second`, would pass the budget (or the swap limit) before
+/// `next`: just after that moment ([`AIM_AFTER`], at least [`AIM_MIN`] after this look, at
+/// most at `next`). `None` when it would not (no growth, no budget left, or the crossing
+/// comes later). A crossing is then seen within a few milliseconds of it, not up to a whole
+/// interval later, at the cost of a look or two near it.
+pub fn aim(
+    limits: &Limits,
+    growth_bytes: u64,
+    swap_used_bytes: u64,
+    rate_bytes_per_second: f64,
+    next: Duration,
+) -> Option<Duration> {
+    let mut remaining = limits.swap_budget_bytes.saturating_sub(growth_bytes);
+    if let Some(limit) = limits.swap_limit_bytes {
+        remaining = remaining.min(limit.saturating_sub(swap_used_bytes));
+    }
+    if remaining == 0 || rate_bytes_per_second <= 0.0 {
+        return None;
+    }
+    let crossing = Duration::try_from_secs_f64(remaining as f64 / rate_bytes_per_second).ok()?;
+    (crossing < next).then(|| (crossing + AIM_AFTER).max(AIM_MIN).min(next))
+}
+
 /// The check interval under a memory limit (a cgroup's: the OOM killer acts at the limit,
 /// and there may be no swap to take the overflow): shorter as the room left above the free
 /// floor shrinks, that room split into four checks at [`ASSUMED_FILL_BYTES_PER_SECOND`], never

@@ -511,3 +511,44 @@ fn under_a_memory_limit_checks_quicken_as_room_runs_out_and_one_low_look_stops()
     assert_eq!(job.observe(Some(&limits), &obs(0, 0, 9.0)), None);
     assert!(job.observe(Some(&limits), &obs(500, 0, 9.0)).is_some());
 }
+
+#[test]
+fn a_look_is_aimed_just_after_a_crossing_foreseen_before_the_next_check() {
+    let limits = Limits {
+        swap_budget_bytes: 100 << 20,
+        swap_limit_bytes: Some(1 << 30),
+        ..Limits::default()
+    };
+    let ms = Duration::from_millis;
+    let mib_s = |m: u64| (m << 20) as f64;
+    // (growth, swap in use, rate, next check: the look aimed)
+    let table = [
+        // 30 MiB left at 400 MiB/s: 75 ms, and 2.
+        ((70 << 20, 0, mib_s(400), ms(100)), Some(ms(77))),
+        // The crossing after the next check: that check's to see.
+        ((70 << 20, 0, mib_s(200), ms(100)), None),
+        // Foreseen 99 ms ahead: at the check itself, not after it.
+        ((70 << 20, 0, mib_s(303), ms(100)), Some(ms(100))),
+        // A millisecond away: never sooner than AIM_MIN after this look.
+        ((99 << 20, 0, mib_s(1024), ms(100)), Some(AIM_MIN)),
+        // No growth, or no budget left: nothing to aim at.
+        ((70 << 20, 0, 0.0, ms(100)), None),
+        ((100 << 20, 0, mib_s(400), ms(100)), None),
+        // The swap limit comes first: 4 MiB left of it.
+        (
+            (0, (1 << 30) - (4 << 20), mib_s(400), ms(100)),
+            Some(ms(12)),
+        ),
+    ];
+    for ((growth, used, rate, next), want) in table {
+        let got = aim(&limits, growth, used, rate, next);
+        let close = match (got, want) {
+            (Some(g), Some(w)) => g.abs_diff(w) < Duration::from_micros(1),
+            (g, w) => g == w,
+        };
+        assert!(
+            close,
+            "growth {growth}, used {used}, rate {rate}, next {next:?}: {got:?}, not {want:?}"
+        );
+    }
+}

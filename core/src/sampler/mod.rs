@@ -43,6 +43,11 @@ pub struct Sample {
     pub tracked: Vec<TrackedSample>,
     /// Set on the first failing tick of a run of failures: what went wrong.
     pub error: Option<String>,
+    /// A look the guard aimed at the crossing between two regular checks
+    /// (`crate::policy::aim`): the stop rules treat it as such, and a replay of its trace
+    /// does too.
+    #[serde(skip)]
+    pub aimed: bool,
 }
 
 /// A tracked job at one tick.
@@ -94,6 +99,7 @@ impl Sample {
                 .filter_map(|m| m.swap_bytes)
                 .reduce(|a, b| a + b),
             processes: has_trees.then(|| trees.iter().map(|m| m.processes).sum()),
+            aimed: self.aimed,
         })
     }
 }
@@ -177,6 +183,7 @@ pub fn read_sample(
     };
     let error = errors.observe(&system);
     Sample {
+        aimed: false,
         seq,
         at: SystemTime::now(),
         since_start,
