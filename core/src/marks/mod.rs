@@ -68,7 +68,7 @@ mod wire;
 
 pub use session::{Push, Sessions, MAX_SESSIONS};
 pub use wire::{check_stage, Answer, MarkLine, Request, LINE_DEADLINE, PROTOCOL_VERSION};
-use wire::{parse_line, write_answer, Line, MAX_LINE_BYTES};
+use wire::{parse_from, trusted, write_answer, Line, MAX_LINE_BYTES};
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -424,23 +424,6 @@ pub fn sockets(dirs: &Dirs) -> Result<Vec<PathBuf>, MarkError> {
         .collect();
     out.sort();
     Ok(out)
-}
-
-/// True for a peer whose requests (or answers) are taken: our own user, or root.
-fn trusted(uid: u32) -> bool {
-    uid == current_uid() || uid == 0
-}
-
-/// Parses a line sent by a peer of `uid`: a control request is refused unless that peer is
-/// [`trusted`] (marks and events are checked against the job's members instead).
-fn parse_from(line: Vec<u8>, uid: u32) -> Result<Request, String> {
-    match parse_line(line)? {
-        Request::Control { .. } if !trusted(uid) => Err(format!(
-            "uid {uid} may not control the jobs of uid {}",
-            current_uid()
-        )),
-        request => Ok(request),
-    }
 }
 
 fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
