@@ -33,7 +33,8 @@ impl AppState {
             crate::persist::restore(store, &mut monitor, &settings, &counters);
         }
         let first = read_sample(&counters, &[], &mut ErrorOnce::default(), 0, Duration::ZERO);
-        monitor.on_sample(&first);
+        // The first reading is for the history and the header: it tracks no process yet.
+        let _ = monitor.on_sample(first);
         let sampler = Sampler::start(counters.clone(), settings.sample_interval)
             .context("starting the sampler")?;
         for set in monitor.jobs.tracked() {

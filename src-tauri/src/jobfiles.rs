@@ -48,10 +48,16 @@ pub fn start(dir: PathBuf, guard: ProcessIdentity) -> Option<Publishing> {
 
 /// Publishes the app's jobs as the engine has them now (after a sample or a request).
 pub fn publish(state: &AppState) {
+    if state.job_files.is_some() {
+        publish_views(state, lock(&state.monitor).jobs.views());
+    }
+}
+
+/// [`publish`] of `views`, taken under a lock of the engine the caller held already.
+pub fn publish_views(state: &AppState, views: Vec<JobView>) {
     let Some(publishing) = &state.job_files else {
         return;
     };
-    let views = lock(&state.monitor).jobs.views();
     // A send fails only once the thread is gone; it said why when it went.
     let _ = publishing.to_thread.send(views);
 }

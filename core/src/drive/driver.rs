@@ -14,21 +14,22 @@ use super::outputs::{Outputs, Sink};
 use super::peers::{PeerBoard, PeerSource};
 use super::pushes::SessionPushes;
 use super::spawned::launch_job;
+use super::step::{check_due, step};
 use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
 use crate::counters::{CounterSource, Counters};
-use crate::effects::{Control, JobSignal};
+use crate::effects::JobSignal;
 use crate::enforce::{signal_each, stop_members, Safety};
-use crate::engine::{carry_out, Action, Engine, JobSpec, JobStatus, Moment};
+use crate::engine::{carry_out, Engine, JobSpec, JobStatus, Moment};
 use crate::marks::{not_here, Answer, MarkServer, Request};
 use crate::members::MemberSet;
 use crate::paths::Dirs;
 use crate::policy::Verdict;
 use crate::process::ProcessIdentity;
-use crate::sampler::{InlineSampler, Sample};
+use crate::sampler::InlineSampler;
 use crate::unix::signals::Kernel;
 
-/// The one loop: inputs from `source` to the engine's job `job`, actions through
-/// `effects`, until the job has a verdict.
+/// The one loop: inputs from `source` into the engine ([`step`], as every driver takes
+/// them), actions for job `job` through `effects`, until the job has a verdict.
 pub fn drive(
     engine: &mut Engine,
     job: u64,
@@ -36,8 +37,8 @@ pub fn drive(
     source: &mut dyn Source,
     effects: &mut dyn DriverEffects,
 ) -> Verdict {
+    let mut due = check_due(engine, poll);
     loop {
-        let due = engine.check_interval().unwrap_or(poll);
         let input = source.next(due);
         if matches!(input, Input::Sample(_)) {
             if let Some(peers) = source.peers() {
@@ -45,14 +46,14 @@ pub fn drive(
             }
         }
         let now = source.now();
-        let (actions, sample) = take(engine, job, input, now);
+        let stepped = step(engine, Some(job), input, now);
         // The outputs see the job as the actions left it (a pause's event finds it paused).
         if let Some(view) = engine.view(job) {
             effects.view(&view);
         }
-        carry_out(engine, effects, actions, now);
+        carry_out(engine, effects, stepped.actions, now);
         // The sample goes to the outputs after the signals it led to.
-        if let (Some(sample), Some(view)) = (sample, engine.view(job)) {
+        if let (Some(sample), Some(view)) = (stepped.sample, engine.view(job)) {
             effects.sample(sample, &view);
         } else if let Some(view) = engine.view(job) {
             effects.view(&view);
@@ -60,74 +61,8 @@ pub fn drive(
         if let Some(verdict) = engine.verdict(job) {
             return verdict.clone();
         }
+        due = check_due(engine, poll);
     }
-}
-
-/// One input into the engine; the actions it leads to, and the sample when it was one.
-fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action>, Option<Sample>) {
-    let actions = match input {
-        Input::Sample(sample) => {
-            let actions = engine.on_sample(&sample);
-            return (actions, Some(sample));
-        }
-        Input::Request {
-            peer,
-            control,
-            pid,
-            reply,
-        } => {
-            if engine.job_with_root(pid) != Some(job) {
-                let _ = reply.try_send(Err(not_here(pid)));
-                return (Vec::new(), None);
-            }
-            let answer = match control {
-                Control::Yield => engine.make_room(job, (peer != 0).then_some(peer), now),
-                _ => engine.request(job, control, now),
-            };
-            let _ = reply.try_send(answer.as_ref().map(|_| ()).map_err(ToString::to_string));
-            answer.unwrap_or_default()
-        }
-        Input::Mark { peer, stage, reply } => from_member(engine, job, peer, reply, |e| {
-            let actions = e.mark(job, &stage, now.clock);
-            let full = format!(
-                "the job has {} stages already: no more are recorded",
-                crate::stages::MAX_STAGES
-            );
-            (actions.is_empty().then_some(full), actions)
-        }),
-        Input::Hello { peer, reply } => from_member(engine, job, peer, reply, |_| (None, vec![])),
-        Input::Report { peer, event, reply } => from_member(engine, job, peer, reply, |e| {
-            let actions = e.report(job, event);
-            let ended = actions.is_empty().then(|| "the job has ended".to_string());
-            (ended, actions)
-        }),
-        Input::LeaderExit(exit) => {
-            engine.set_exit(job, exit);
-            Vec::new()
-        }
-        Input::Interrupt { signal, second } => engine.interrupt(job, signal, second, now),
-        Input::Key { key, signal } => engine.key(job, key, signal, now),
-        Input::Ended(ended) => engine.end(job, ended, now),
-    };
-    (actions, None)
-}
-
-/// A request only a live member of the job may make: refused for anyone else; else `act`
-/// says what it does (the actions) and why it was not taken, if it was not.
-fn from_member(
-    engine: &mut Engine,
-    job: u64,
-    peer: u32,
-    reply: super::Reply,
-    act: impl FnOnce(&mut Engine) -> (Option<String>, Vec<Action>),
-) -> Vec<Action> {
-    if engine.job_of(peer) != Some(job) {
-        let _ = reply.try_send(Err(format!("pid {peer} is not a process of this job")));
-        return Vec::new();
-    }
-    let (refused, actions) = act(engine);
-    let _ = reply.try_send(refused.map_or(Ok(()), Err));
-    actions
 }
 
 /// Runs a job on `launch` under `spec` until it ends, is stopped, or the driver is

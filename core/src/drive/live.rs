@@ -94,7 +94,7 @@ impl Source for LiveSource<'_> {
                     request,
                     reply,
                 }) => {
-                    let input = requested(peer, request, reply);
+                    let input = Input::requested(peer, request, reply);
                     // From a member: it may be a process born since the last check.
                     if matches!(
                         input,
@@ -121,20 +121,6 @@ impl Source for LiveSource<'_> {
 
     fn peers(&mut self) -> Option<Vec<Peer>> {
         self.peers.as_mut()?.read()
-    }
-}
-
-fn requested(peer: u32, request: Request, reply: Reply) -> Input {
-    match request {
-        Request::Mark(stage) => Input::Mark { peer, stage, reply },
-        Request::Hello => Input::Hello { peer, reply },
-        Request::Event(event) => Input::Report { peer, event, reply },
-        Request::Control { control, pid } => Input::Request {
-            peer,
-            control,
-            pid,
-            reply,
-        },
     }
 }
 

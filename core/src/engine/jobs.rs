@@ -11,7 +11,7 @@ use super::records::{FinishedJob, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
 use crate::counters::SystemCounters;
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
-use crate::members::MemberSet;
+use crate::members::{Member, MemberSet};
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::process::ProcessIdentity;
@@ -313,6 +313,16 @@ impl Engine {
             .filter(|j| matches!(j.phase, Phase::Running))
             .find(|j| j.seen.iter().any(|m| m.id.pid == pid))
             .map(|j| j.id)
+    }
+
+    /// A complete, fresh look at running job `id`'s members, taken outside a sample (the
+    /// app's socket, for a sender born since the last one): [`Engine::job_of`] knows them
+    /// from now on, as it would after the next sample.
+    pub fn looked(&mut self, id: u64, members: Vec<Member>) {
+        if let Some(job) = self.running_mut(id) {
+            job.ever.extend(members.iter().map(|m| m.id));
+            job.seen = members;
+        }
     }
 
     /// The job not yet ended whose root is `pid` (the app's socket, `headroom pause PID`).
