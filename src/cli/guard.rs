@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::budget::JobArgs;
 use super::exit;
-use super::history::{after_end, before_start, HistoryFlags, KEY_ENV};
+use super::history::{after_end, before_start, Before, HistoryFlags, KEY_ENV};
 use super::output::{print_json, say};
 use super::queue;
 use super::report::Report;
@@ -170,31 +170,38 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     if let Some(line) = line {
         sinks.push(Box::new(LineSink::new(line)));
     }
-    let spec = JobSpec {
-        grace: args.job.run.grace,
-        owned: true,
-        ..JobSpec::new(
-            command_line.clone(),
-            JobMode::Guard,
-            limits,
-            args.job.run.poll,
-        )
-    };
+    let spec = guard_spec(args, &before, &command_line, limits);
     let launch = Launch::Command {
         command,
         terminal: Terminal::foreground(),
     };
     let peers = super::sinks::pause_order_peers(&spec, &counters);
-    let outcome = match drive::run(&counters, &safety, launch, spec, sinks, peers, &interrupts) {
-        Ok(outcome) => outcome,
+    let ran = drive::run(&counters, &safety, launch, spec, sinks, peers, &interrupts);
+    let outcome = match ran {
         Err(DriveError::Spawn(e)) => {
             say(&format!("cannot start {}: {e}", args.command[0]));
             return Ok(exit::status(exit::CANNOT_START));
         }
-        Err(e) => return Err(e.into()),
+        ran => ran?,
     };
-    after_end(&before, &outcome, JobMode::Guard, &args.history);
+    after_end(&before, &outcome, &args.history);
     finished(&outcome, report.as_ref(), args.job.run.json)
+}
+
+/// The job a guard runs: owned (stopped if the guard is interrupted), recorded under the
+/// key `before` has.
+fn guard_spec(args: &GuardArgs, before: &Before, command_line: &str, limits: Limits) -> JobSpec {
+    JobSpec {
+        grace: args.job.run.grace,
+        key: Some(before.key().to_string()),
+        owned: true,
+        ..JobSpec::new(
+            command_line.to_string(),
+            JobMode::Guard,
+            limits,
+            args.job.run.poll,
+        )
+    }
 }
 
 /// The end of a guarded job: the outputs that could not finish, the report, `--json`, the

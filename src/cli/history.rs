@@ -189,37 +189,21 @@ pub fn before_start(counters: &Counters, argv: &[String], flags: &HistoryFlags) 
     }
 }
 
-/// After a guarded or watched run (`mode`): the record kept (or why not). (How the run
-/// compared with its prediction is in the verdict line: [`Compared`].)
-pub fn after_end(before: &Before, outcome: &Outcome, mode: JobMode, flags: &HistoryFlags) {
-    let taken = before.taken();
-    if flags.no_history {
+/// After a guarded or watched run: its record kept (or why not), as the engine made it
+/// (`Outcome::run`: the key and start memory were set on it, as the app sets them). (How
+/// the run compared with its prediction is in the verdict line: [`Compared`].)
+pub fn after_end(before: &Before, outcome: &Outcome, flags: &HistoryFlags) {
+    let Some(run) = outcome.run.as_ref().filter(|_| !flags.no_history) else {
         return;
-    }
-    let job = FinishedJob {
-        identity: ProcessIdentity {
-            pid: outcome.pid,
-            start_time: 0,
-        },
-        command: outcome.command.clone(),
-        mode,
-        started_at_ms: unix_ms(before.started),
-        ended_at_ms: unix_ms(SystemTime::now()),
-        verdict: outcome.verdict.clone(),
     };
-    let context = RunContext {
-        cwd: std::env::current_dir()
-            .ok()
-            .map(|d| d.display().to_string()),
-        taken,
-        ..RunContext::here(
-            before.key.clone(),
-            before.system.as_ref(),
-            before.system.as_ref().map(|s| s.free_percent),
-        )
-    };
-    let kept = open_store()
-        .and_then(|mut store| store.record_run(&job, &context).map_err(|e| e.to_string()));
+    let cwd = std::env::current_dir()
+        .ok()
+        .map(|d| d.display().to_string());
+    let kept = open_store().and_then(|mut store| {
+        store
+            .record_finished(run, before.system.as_ref(), cwd)
+            .map_err(|e| e.to_string())
+    });
     if let Err(e) = kept {
         say(&format!("the run was not recorded: {e}"));
     }

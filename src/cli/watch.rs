@@ -77,6 +77,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     };
     let spec = JobSpec {
         grace: args.job.run.grace,
+        key: Some(before.key().to_string()),
         ..JobSpec::new(command, mode, args.job.limits(), args.job.run.poll)
     };
     let peers = super::sinks::pause_order_peers(&spec, &counters);
@@ -89,7 +90,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         peers,
         &interrupts,
     )?;
-    after_end(&before, &outcome, mode, &args.history);
+    after_end(&before, &outcome, &args.history);
     let code = match exit::of_end(&outcome.verdict.ended) {
         exit::OK if outcome.verdict.fits => exit::OK,
         exit::OK => exit::DOES_NOT_FIT,

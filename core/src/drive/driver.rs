@@ -83,10 +83,8 @@ pub fn run(
 ) -> Result<Outcome, DriveError> {
     let sampler = InlineSampler::new(counters.clone(), spec.poll);
     let (requests, wakes, pending) = wake_on_signals(interrupts);
-    let swap_start = counters
-        .read_system()
-        .map_err(DriveError::FirstRead)?
-        .swap_used_bytes;
+    let first = counters.read_system().map_err(DriveError::FirstRead)?;
+    let swap_start = first.swap_used_bytes;
     // The job's socket is optional: without it the job is guarded all the same. Its
     // sessions hear the guard's warning (`pushes.rs`).
     let bound = MarkServer::bind(&Dirs::current());
@@ -112,6 +110,8 @@ pub fn run(
         clock: sampler.clock(),
     };
     let job = engine.add(set.clone(), spec, swap_start, now);
+    // What the run takes is measured from the memory it starts with (as the app does).
+    engine.set_start_memory(job, &first);
     let mut sampler = sampler;
     sampler.track(&set);
     let terminal = spawned.as_ref().and_then(|s| s.terminal.clone());
@@ -171,6 +171,7 @@ pub fn run(
         stop,
         tracking,
         unfinished_outputs: unfinished,
+        run: engine.finished_run(job),
     })
 }
 

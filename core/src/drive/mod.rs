@@ -222,4 +222,7 @@ pub struct Outcome {
     /// Outputs that could not write everything at the end (nobody read them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unfinished_outputs: Vec<String>,
+    /// The run as the run history records it (`crate::store::Store::record_finished`).
+    #[serde(skip)]
+    pub run: Option<crate::engine::FinishedRun>,
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use super::job::{Calm, Job, Phase};
 use super::phase::PausePhase;
-use super::records::{FinishedJob, RunStart, SavedJob};
+use super::records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
 use crate::counters::SystemCounters;
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
@@ -443,16 +443,20 @@ impl Engine {
         self.job(id)?.stop_report.as_ref()
     }
 
-    /// The record of a job that has ended (for the store), or `None` while it runs.
-    pub fn finished_record(&self, id: u64) -> Option<FinishedJob> {
+    /// Job `id`'s run as the run history records it, once it has ended.
+    pub fn finished_run(&self, id: u64) -> Option<FinishedRun> {
         let job = self.job(id)?;
-        Some(FinishedJob {
+        let finished = FinishedJob {
             identity: job.root,
             command: job.spec.command.clone(),
             mode: job.spec.mode,
             started_at_ms: unix_ms(job.started_at),
             ended_at_ms: unix_ms(job.ended_at?),
             verdict: job.verdict.clone()?,
+        };
+        Some(FinishedRun {
+            job: finished,
+            start: self.run_start(id)?,
         })
     }
 

@@ -32,7 +32,7 @@ pub mod words;
 pub use execute::{carry_out, Effects};
 pub use jobs::{Engine, RequestError};
 pub use phase::PAUSE_SETTLE;
-pub use records::{FinishedJob, RunStart, SavedJob};
+pub use records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 
 use std::time::{Duration, SystemTime};
 
