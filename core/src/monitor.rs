@@ -116,10 +116,10 @@ impl Monitor {
         self.last.as_ref().map(|(_, system)| system)
     }
 
-    /// The room a new job has now ([`Room::now`]) with a free floor of `floor_percent`, from
+    /// The room a new job guarded under `limits` has now ([`Room::for_guard`]), from
     /// the latest reading; `None` before the first.
-    pub fn room(&self, floor_percent: f64) -> Option<Room> {
-        Some(Room::now(self.last_system()?, floor_percent))
+    pub fn room(&self, limits: &crate::policy::Limits) -> Option<Room> {
+        Some(Room::for_guard(self.last_system()?, limits))
     }
 
     /// The header view for a chart window; `None` before the first reading.

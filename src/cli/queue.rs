@@ -83,10 +83,9 @@ pub fn admitter<'a>(
     counters: &'a Counters,
     limits: &Limits,
 ) -> impl FnMut(&SystemCounters) -> Result<(), WaitReason> + 'a {
-    let kill_free_percent = limits.kill_free_percent;
+    let limits = limits.clone();
     let mut warned = false;
-    move |system: &SystemCounters| match line.admit(Room::now(system, kill_free_percent), counters)
-    {
+    move |system: &SystemCounters| match line.admit(Room::for_guard(system, &limits), counters) {
         Ok(decision) => decision,
         Err(e) => {
             if !warned {
