@@ -351,11 +351,18 @@ fn check_record(record: &Record) -> Result<(), String> {
                     return Err("interval: a sampling interval is more than 0 seconds".into());
                 }
             }
+            if let Some(value) = meta.get("free_start") {
+                let p = value
+                    .as_f64()
+                    .ok_or_else(|| format!("free_start: {value} is not a percentage"))?;
+                named("free_start", bounded_percent(p).map(drop))?;
+            }
             for field in [
                 "total_memory",
                 "usable_memory",
                 "host_total_memory",
                 "swap_start",
+                "in_use_start",
             ] {
                 if let Some(value) = meta.get(field) {
                     let b = value

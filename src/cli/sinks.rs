@@ -12,7 +12,7 @@ use headroom_core::jobfile::Publisher;
 use headroom_core::paths::Dirs;
 use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
-use headroom_core::sampler::recorded::run_meta;
+use headroom_core::sampler::recorded::RunRecord;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
 use headroom_core::units::printable;
@@ -81,9 +81,9 @@ impl Sink for Printer {
 pub struct TraceSink {
     path: PathBuf,
     writer: TraceWriter<std::fs::File>,
-    /// The `start` record's interval and facts, written once the job has started: with the
-    /// swap in use its guard counts from.
-    start: Option<(Duration, Map<String, serde_json::Value>)>,
+    /// The `start` record's interval, its tool and command, and where the run is, written
+    /// once the job has started: with the memory its guard counts from.
+    start: Option<(Duration, Map<String, serde_json::Value>, RunRecord)>,
     last_t: Option<Duration>,
 }
 
@@ -97,24 +97,30 @@ impl TraceSink {
         let mut meta = Map::new();
         meta.insert("tool".into(), "headroom".into());
         meta.insert("command".into(), command.into());
-        meta.extend(run_meta(Counters::new().read_system().ok().as_ref(), None));
+        let run = Counters::new()
+            .read_system()
+            .map(|system| RunRecord::of_system(&system))
+            .unwrap_or_default();
         Ok(TraceSink {
             path: path.to_path_buf(),
             writer: TraceWriter::new(file),
-            start: Some((poll, meta)),
+            start: Some((poll, meta, run)),
             last_t: None,
         })
     }
 
-    /// Writes the `start` record, once: at the job's start, with the swap in use it started
-    /// from (`swap_start`) when its view is known.
+    /// Writes the `start` record, once: at the job's start, with the memory it started from
+    /// (what its guard counts from) when its view is known.
     fn write_start(&mut self, view: Option<&JobView>) -> std::io::Result<()> {
-        let Some((poll, mut meta)) = self.start.take() else {
+        let Some((poll, mut meta, mut run)) = self.start.take() else {
             return Ok(());
         };
         if let Some(view) = view {
-            meta.extend(run_meta(None, Some(view.swap_start_bytes)));
+            run.swap_start_bytes = Some(view.swap_start_bytes);
+            run.free_start_percent = view.free_start_percent;
+            run.in_use_start_bytes = view.in_use_start_bytes;
         }
+        meta.extend(run.meta());
         self.writer.start(SystemTime::now(), poll, meta)
     }
 

@@ -54,8 +54,9 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     let now = Rc::new(Cell::new(Duration::ZERO));
     let start_at = UNIX_EPOCH + Duration::from_secs(1);
     let run = RunRecord::of(trace);
-    // The swap the live guard started from (read before the job was spawned), where the
-    // trace keeps it; else its first reading's.
+    // The memory the live guard started from (read before the job was spawned), where the
+    // trace keeps it; else its first reading's swap.
+    let start = run.start_system();
     let swap_start = run.swap_start_bytes.unwrap_or(first.swap_used);
     let mut source = TraceSource {
         samples,
@@ -85,6 +86,9 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
         clock: duration(first.t),
     };
     let job = engine.add(set, spec, swap_start, at);
+    if let Some(start) = &start {
+        engine.set_start_memory(job, start);
+    }
     let verdict = drive(&mut engine, job, poll, &mut source, &mut recorder);
     let (stopped_at_seconds, reason) = match recorder.acted {
         Some((t, reason)) => (Some(t), Some(reason)),

@@ -6,7 +6,8 @@
 //! the time to the nanosecond, swap in use, free memory as read (`level`), compressed memory,
 //! memory in use, the memory limit that binds, the host's OOM count, and of the job: its
 //! footprint (or that none of it lives), its kernel peak, whether it has a cgroup of its own
-//! and that cgroup's OOM count; of the run, the swap in use it started from (`swap_start`).
+//! and that cgroup's OOM count; of the run, the memory it started from (the `start`
+//! record's `swap_start`, `free_start`, `in_use_start`: [`RunRecord`]).
 //! What the rules never read (the host's numbers beside a cgroup's, cumulative page counts)
 //! is not recorded and comes back as 0 or unknown. stageload's traces have only `t`,
 //! `footprint`, `swap_used` and `level`: the rest is unknown, and the job lives throughout.
@@ -81,73 +82,102 @@ impl Sample {
     }
 }
 
-/// What a trace's `start` record says of the run: where it ran, and the swap in use its job
-/// started from.
+/// What a trace's `start` record says of the run: where it ran, and the memory its job
+/// started with (a guard's trace: what its rules count from). Written by [`RunRecord::meta`],
+/// read back by [`RunRecord::of`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunRecord {
     /// What free memory is a share of (`total_memory`: the host's, or the limit's), bytes.
     pub total_bytes: u64,
     /// The memory the kernel hands out, where less (`usable_memory`, macOS), bytes.
     pub usable_bytes: Option<u64>,
-    /// Swap in use when the job started (`swap_start`, a guard's trace), bytes.
-    pub swap_start_bytes: Option<u64>,
-    /// The cgroup whose limit binds (`cgroup`), as `/proc/self/cgroup` names it.
+    /// The cgroup whose limit binds (`cgroup`, with `memory_scope` `cgroup`), as
+    /// `/proc/self/cgroup` names it.
     pub cgroup: Option<String>,
     /// The host's memory beside the limit (`host_total_memory`), bytes.
     pub host_total_bytes: Option<u64>,
-}
-
-/// The `start` record's facts of a run on `system` whose job started with
-/// `swap_start_bytes` of swap in use (a guard's; `None` for a recording): `total_memory`
-/// (what free is a share of: the host's, or the memory cgroup's limit where one binds),
-/// `usable_memory` where less, `memory_scope` (`host` or `cgroup`) and, under a limit, the
-/// cgroup and the host's memory; `cgroup_note` when the cgroup could not be read (the
-/// numbers are then the host's); `swap_start`.
-pub fn run_meta(
-    system: Option<&SystemCounters>,
-    swap_start_bytes: Option<u64>,
-) -> Map<String, Value> {
-    let mut meta = Map::new();
-    if let Some(system) = system {
-        meta.insert("total_memory".into(), system.total_bytes.into());
-        if let Some(usable) = system.usable_bytes {
-            meta.insert("usable_memory".into(), usable.into());
-        }
-        match &system.cgroup {
-            Some(c) => {
-                meta.insert("memory_scope".into(), "cgroup".into());
-                meta.insert("cgroup".into(), c.limit_path.clone().into());
-                meta.insert("host_total_memory".into(), c.host_total_bytes.into());
-            }
-            None => {
-                meta.insert("memory_scope".into(), "host".into());
-            }
-        }
-        if let Some(note) = &system.cgroup_note {
-            meta.insert("cgroup_note".into(), note.clone().into());
-        }
-    }
-    if let Some(swap) = swap_start_bytes {
-        meta.insert("swap_start".into(), swap.into());
-    }
-    meta
+    /// Why the cgroup could not be read (`cgroup_note`; the numbers are then the host's).
+    pub cgroup_note: Option<String>,
+    /// Swap in use when the job started (`swap_start`), bytes.
+    pub swap_start_bytes: Option<u64>,
+    /// Free memory when the job started (`free_start`), percent.
+    pub free_start_percent: Option<f64>,
+    /// Memory in use (page counts) when the job started (`in_use_start`), bytes.
+    pub in_use_start_bytes: Option<u64>,
 }
 
 impl RunRecord {
+    /// Where a run on `system` ran (its start memory is the caller's to add): what free
+    /// memory is a share of (the host's, or the memory cgroup's limit where one binds), the
+    /// usable memory where less, under a limit the cgroup and the host's memory, and why the
+    /// cgroup could not be read when it could not.
+    pub fn of_system(system: &SystemCounters) -> Self {
+        RunRecord {
+            total_bytes: system.total_bytes,
+            usable_bytes: system.usable_bytes,
+            cgroup: system.cgroup.as_ref().map(|c| c.limit_path.clone()),
+            host_total_bytes: system.cgroup.as_ref().map(|c| c.host_total_bytes),
+            cgroup_note: system.cgroup_note.clone(),
+            ..RunRecord::default()
+        }
+    }
+
+    /// The `start` record's fields: `total_memory`, `usable_memory`, `memory_scope` (`host`
+    /// or `cgroup`), `cgroup`, `host_total_memory`, `cgroup_note`, `swap_start`, `free_start`,
+    /// `in_use_start`, each where known (no `total_memory` nor `memory_scope` when the
+    /// memory could not be read).
+    pub fn meta(&self) -> Map<String, Value> {
+        let known = self.total_bytes > 0;
+        let scope = if self.cgroup.is_some() {
+            "cgroup"
+        } else {
+            "host"
+        };
+        [
+            ("total_memory", known.then(|| self.total_bytes.into())),
+            ("usable_memory", self.usable_bytes.map(Value::from)),
+            ("memory_scope", known.then(|| scope.into())),
+            ("cgroup", self.cgroup.clone().map(Value::from)),
+            ("host_total_memory", self.host_total_bytes.map(Value::from)),
+            ("cgroup_note", self.cgroup_note.clone().map(Value::from)),
+            ("swap_start", self.swap_start_bytes.map(Value::from)),
+            ("free_start", self.free_start_percent.map(Value::from)),
+            ("in_use_start", self.in_use_start_bytes.map(Value::from)),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name.to_string(), value?)))
+        .collect()
+    }
+
     /// What `trace`'s `start` record says (all unknown without one).
     pub fn of(trace: &Trace) -> Self {
-        let meta = trace.start.as_ref();
-        let bytes = |name: &str| meta.and_then(|m| m.get(name)).and_then(Value::as_u64);
+        let field = |name: &str| trace.start.as_ref().and_then(|m| m.get(name));
+        let bytes = |name: &str| field(name).and_then(Value::as_u64);
+        let text = |name: &str| field(name).and_then(Value::as_str).map(str::to_string);
         RunRecord {
             total_bytes: bytes("total_memory").unwrap_or(0),
             usable_bytes: bytes("usable_memory"),
-            swap_start_bytes: bytes("swap_start"),
-            cgroup: meta
-                .and_then(|m| m.get("cgroup"))
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            cgroup: text("cgroup"),
             host_total_bytes: bytes("host_total_memory"),
+            cgroup_note: text("cgroup_note"),
+            swap_start_bytes: bytes("swap_start"),
+            free_start_percent: field("free_start").and_then(Value::as_f64),
+            in_use_start_bytes: bytes("in_use_start"),
         }
+    }
+
+    /// The reading the job started from, as its guard read it just before the start (the
+    /// swap its growth counts from, free memory and memory in use then), where the trace
+    /// keeps it.
+    pub fn start_system(&self) -> Option<SystemCounters> {
+        Some(SystemCounters {
+            total_bytes: self.total_bytes,
+            usable_bytes: self.usable_bytes,
+            swap_used_bytes: self.swap_start_bytes?,
+            free_percent: self.free_start_percent?,
+            in_use_bytes: self.in_use_start_bytes,
+            ..SystemCounters::default()
+        })
     }
 
     /// `record` made back into the sample its guard judged, for the job named by `job`

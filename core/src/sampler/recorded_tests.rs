@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use proptest::prelude::*;
 
-use super::recorded::{run_meta, RunRecord};
+use super::recorded::RunRecord;
 use super::{Sample, TrackedSample};
 use crate::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
 use crate::members::Member;
@@ -108,27 +108,30 @@ prop_compose! {
     }
 }
 
-/// `sample` and `swap_start` through a real trace file's text: written by the writer, read
-/// by the reader (its bounds included), made back into a sample.
-fn through_a_trace(sample: &Sample, system: &SystemCounters, swap_start: u64) -> Sample {
+/// `sample` and its run's `start` facts through a real trace file's text: written by the
+/// writer, read by the reader (its bounds included), made back into a sample.
+fn through_a_trace(sample: &Sample, run: &RunRecord) -> Sample {
     let mut writer = TraceWriter::new(Vec::new());
     writer
-        .start(
-            UNIX_EPOCH,
-            Duration::from_millis(500),
-            run_meta(Some(system), Some(swap_start)),
-        )
+        .start(UNIX_EPOCH, Duration::from_millis(500), run.meta())
         .unwrap();
     let record = sample.to_trace_record().expect("a system reading");
     writer.write(&Record::Sample(record)).unwrap();
     let text = writer.into_inner();
     let trace = parse_trace(text.as_slice(), std::path::Path::new("t.jsonl")).unwrap();
-    let run = RunRecord::of(&trace);
-    assert_eq!(run.swap_start_bytes, Some(swap_start));
-    assert_eq!(run.total_bytes, system.total_bytes);
-    assert_eq!(run.usable_bytes, system.usable_bytes);
-    let alive = true;
-    run.sample(&trace.samples[0], sample.seq, sample.at, JOB, alive)
+    let back = RunRecord::of(&trace);
+    assert_eq!(&back, run);
+    back.sample(&trace.samples[0], sample.seq, sample.at, JOB, true)
+}
+
+/// A guard's run on `system`, started from `swap`, `free` and `in_use`.
+fn run_of(system: &SystemCounters, swap: u64, free: f64, in_use: Option<u64>) -> RunRecord {
+    RunRecord {
+        swap_start_bytes: Some(swap),
+        free_start_percent: Some(free),
+        in_use_start_bytes: in_use,
+        ..RunRecord::of_system(system)
+    }
 }
 
 proptest! {
@@ -139,6 +142,8 @@ proptest! {
         system in system(),
         tracked in tracked(),
         swap_start in bytes(),
+        free_start in 0.0..=100.0f64,
+        in_use_start in proptest::option::of(bytes()),
     ) {
         let sample = Sample {
             seq: 3,
@@ -148,7 +153,14 @@ proptest! {
             tracked: vec![tracked],
             error: None,
         };
-        let back = through_a_trace(&sample, &system, swap_start);
+        let run = run_of(&system, swap_start, free_start, in_use_start);
+        let back = through_a_trace(&sample, &run);
+        // What the engine is started from (`Engine::add`, `set_start_memory`): the run read
+        // back is the one written (checked above).
+        let start = run.start_system().unwrap();
+        prop_assert_eq!(start.swap_used_bytes, swap_start);
+        prop_assert_eq!(start.free_percent, free_start);
+        prop_assert_eq!(start.in_use_bytes, in_use_start);
         prop_assert_eq!(back.since_start, sample.since_start);
         let t = sample.since_start.saturating_sub(Duration::from_nanos(since));
         prop_assert_eq!(back.observation(JOB, t), sample.observation(JOB, t));
@@ -218,7 +230,7 @@ fn a_job_in_its_own_cgroup_is_judged_by_its_own_oom_count_after_the_trace_too() 
             tracked: vec![tracked(own)],
             error: None,
         };
-        let back = through_a_trace(&sample, &system, 0);
+        let back = through_a_trace(&sample, &run_of(&system, 0, 50.0, None));
         let obs = back.observation(JOB, Duration::ZERO).unwrap();
         assert_eq!(obs.oom_kills, Some(kills), "own cgroup: {own}");
         assert_eq!(obs.limit_bytes, Some(256 << 20));
