@@ -598,6 +598,8 @@ fn view(j: &Job) -> JobView {
         mode: j.spec.mode,
         state: j.status(),
         swap_start_bytes: j.ledger.swap_start_bytes(),
+        free_start_percent: j.ledger.free_start_percent(),
+        in_use_start_bytes: j.ledger.in_use_start_bytes(),
         swap_growth_bytes: j.growth_bytes,
         swap_budget_bytes: (j.spec.mode == JobMode::Guard)
             .then_some(j.spec.limits.swap_budget_bytes),
