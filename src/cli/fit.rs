@@ -14,8 +14,8 @@ use headroom_core::units::{format_bytes, percent_of_bytes, printable};
 use serde::Serialize;
 
 use super::exit;
-use super::history::{basis, open_store_to_read, prediction_of};
 use super::output::{print_json, say};
+use super::runs::{basis, open_store_to_read, prediction_of};
 
 /// `headroom fit`: will the job fit now, from its past runs? Runs nothing.
 #[derive(Debug, Args)]

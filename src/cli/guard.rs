@@ -20,10 +20,10 @@ use serde::Serialize;
 
 use super::budget::JobArgs;
 use super::exit;
-use super::history::{after_end, before_start, Before, HistoryFlags, KEY_ENV};
+use super::line;
 use super::output::{print_json, say};
-use super::queue;
 use super::report::Report;
+use super::runs::{after_end, before_start, Before, HistoryFlags, KEY_ENV};
 use super::signals::Signals;
 use super::sinks::job_sinks;
 
@@ -137,12 +137,12 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let mut before = before_start(&counters, &args.command, &args.history);
     let mut line = args
         .wait_fit
-        .then(|| queue::join(&counters, &before, &command_line, &mut limits))
+        .then(|| line::join(&counters, &before, &command_line, &mut limits))
         .flatten();
     let waited = {
         let mut admit = line
             .as_mut()
-            .map(|line| queue::admitter(line, &counters, &limits));
+            .map(|line| line::admitter(line, &counters, &limits));
         let admit = admit.as_mut().map(|a| a as Admit<'_>);
         let wait = Wait {
             busy: &args.busy,

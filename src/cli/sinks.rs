@@ -27,12 +27,12 @@ use super::output::write_line;
 pub struct Printer {
     command: String,
     /// The run's prediction: its verdict line says how the run compared.
-    compared: Option<super::history::Compared>,
+    compared: Option<super::runs::Compared>,
 }
 
 impl Printer {
     /// A printer for `command`, whose verdict line compares the run with `compared`.
-    pub fn new(command: &str, compared: Option<super::history::Compared>) -> Self {
+    pub fn new(command: &str, compared: Option<super::runs::Compared>) -> Self {
         Printer {
             command: printable(command).into_owned(),
             compared,
@@ -204,7 +204,7 @@ pub fn job_sinks(
     command_line: &str,
     trace: Option<TraceSink>,
     report: Option<super::report::ReportSink>,
-    compared: Option<super::history::Compared>,
+    compared: Option<super::runs::Compared>,
 ) -> Vec<Box<dyn Sink>> {
     let me = std::process::id();
     let guard = ProcessIdentity {

@@ -15,8 +15,8 @@ use super::exit;
 use headroom_core::counters::CounterSource;
 use headroom_core::process::ProcessIdentity;
 
-use super::history::{after_end, before_start, HistoryFlags};
 use super::output::print_json;
+use super::runs::{after_end, before_start, HistoryFlags};
 use super::signals::Signals;
 use super::sinks::job_sinks;
 
