@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 
 use headroom_core::counters::Counters;
-use headroom_core::drive::{PeerBoard, PeerSource};
 use headroom_core::engine::JobView;
 use headroom_core::jobfile::{Board, PeerFiles};
+use headroom_core::peers::{PeerBoard, PeerSource};
 use headroom_core::process::ProcessIdentity;
 
 use crate::state::{lock, AppState, Publishing};
@@ -63,7 +63,7 @@ pub fn publish_views(state: &AppState, views: Vec<JobView>) {
 }
 
 /// The other guards' pausable jobs, read from their job files at most every
-/// [`headroom_core::drive::PEERS_EVERY`] while one of the app's jobs is in the pause order.
+/// [`headroom_core::peers::PEERS_EVERY`] while one of the app's jobs is in the pause order.
 #[derive(Debug)]
 pub struct Peers {
     board: PeerBoard,

@@ -62,7 +62,7 @@ impl Effects for AppEffects<'_> {
     /// answer comes within `marks::ANSWER_WAIT`, while the engine stays locked as the
     /// guard's own loop waits for it).
     fn make_room(&mut self, job: u64, peer: &Peer) -> Result<(), String> {
-        let asked = headroom_core::drive::ask(&self.state.dirs, peer);
+        let asked = headroom_core::peers::ask(&self.state.dirs, peer);
         tracing::info!(
             job,
             peer = peer.pid,

@@ -175,7 +175,11 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         command,
         terminal: Terminal::foreground(),
     };
-    let peers = super::sinks::pause_order_peers(&spec, &counters);
+    let peers = headroom_core::jobfile::PeerFiles::for_job(
+        &spec,
+        &headroom_core::paths::Dirs::current(),
+        counters.clone(),
+    );
     let ran = drive::run(&counters, &safety, launch, spec, sinks, peers, &interrupts);
     let outcome = match ran {
         Err(DriveError::Spawn(e)) => {

@@ -224,21 +224,3 @@ pub fn job_sinks(
     }
     sinks
 }
-
-/// Other guards' pausable jobs, for a job that pauses at its budget (the pause order: the
-/// youngest pauses first); `None` for any other job.
-pub fn pause_order_peers(
-    spec: &headroom_core::engine::JobSpec,
-    counters: &Counters,
-) -> Option<Box<dyn headroom_core::drive::PeerSource>> {
-    let pausing = spec.mode == headroom_core::engine::JobMode::Guard
-        && spec.limits.on_budget == headroom_core::policy::OnBudget::Pause;
-    pausing.then(|| {
-        let files = headroom_core::jobfile::PeerFiles::new(
-            Dirs::current().jobs_dir(),
-            std::process::id(),
-            counters.clone(),
-        );
-        Box::new(files) as Box<dyn headroom_core::drive::PeerSource>
-    })
-}

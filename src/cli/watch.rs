@@ -80,7 +80,11 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         key: Some(before.key().to_string()),
         ..JobSpec::new(command, mode, args.job.limits(), args.job.run.poll)
     };
-    let peers = super::sinks::pause_order_peers(&spec, &counters);
+    let peers = headroom_core::jobfile::PeerFiles::for_job(
+        &spec,
+        &headroom_core::paths::Dirs::current(),
+        counters.clone(),
+    );
     let outcome = drive::run(
         &counters,
         &safety,

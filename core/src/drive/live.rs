@@ -8,7 +8,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::peers::PeerBoard;
 use super::spawned::{Reaped, Spawned};
 use super::{Input, Interrupts, Reply, Source};
 use crate::counters::{Counters, RunState};
@@ -17,6 +16,7 @@ use crate::enforce::{signal_each, Safety};
 use crate::engine::Moment;
 use crate::marks::Request;
 use crate::members::MemberSet;
+use crate::peers::PeerBoard;
 use crate::policy::order::Peer;
 use crate::process::ProcessIdentity;
 use crate::sampler::InlineSampler;

@@ -31,7 +31,7 @@
 //! Files: this one holds the types the loop and its parts share; `step.rs` the one step
 //! every driver takes (the app's too); `driver.rs` the loop and the live driver's set-up; `live.rs` the live source;
 //! `effects.rs` the live effects (signals under the safety rules, the terminal, outputs);
-//! `outputs.rs` the sink threads; `peers.rs` the other guards' jobs (the pause order); `pushes.rs` the warning pushed to
+//! `outputs.rs` the sink threads; `pushes.rs` the warning pushed to
 //! the job's sessions on its socket; `spawned.rs` the command it starts; `replay.rs` the
 //! recorded source and effects; `wait.rs` waiting for room before the start.
 
@@ -39,7 +39,6 @@ mod driver;
 mod effects;
 mod live;
 mod outputs;
-mod peers;
 mod pushes;
 mod replay;
 mod spawned;
@@ -48,7 +47,6 @@ mod wait;
 
 pub use driver::{drive, run, REPLY_WAIT};
 pub use outputs::{Outputs, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
-pub use peers::{ask, PeerBoard, PeerSource, PEERS_EVERY};
 pub use replay::{replay, Replay};
 pub use spawned::Tracking;
 pub use step::{check_due, step, Step};
