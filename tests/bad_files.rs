@@ -97,6 +97,24 @@ fn every_number_a_trace_holds_is_bounded() {
             1,
         ),
         (
+            "swap-start-max",
+            vec![
+                r#"{"type":"start","interval":0.5,"swap_start":18446744073709551615}"#.into(),
+                SAMPLE.into(),
+            ],
+            1,
+        ),
+        (
+            "memory-limit-max",
+            vec![
+                START.into(),
+                format!(
+                    r#"{{"type":"sample","t":1,"footprint":1,"swap_used":0,"level":50,"memory_limit":{max}}}"#
+                ),
+            ],
+            2,
+        ),
+        (
             "event-seconds",
             vec![
                 START.into(),

@@ -360,6 +360,12 @@ fn json_and_the_trace_say_how_members_were_found_and_where_it_ran() {
         .contains("HEADROOM_JOB_CGROUP=off"));
 }
 
+/// Python that allocates 4 MiB every 50 ms, every page touched (80 MiB/s): under a 256 MiB
+/// limit the room above the 10 % floor (about 230 MiB) lasts under 3 s.
+const SLOW_ALLOCATOR: &str = "import time\nchunks = []\nfor _ in range(150):\n    \
+    c = bytearray(4 << 20)\n    for i in range(0, len(c), 4096): c[i] = 1\n    \
+    chunks.append(c)\n    time.sleep(0.05)\n";
+
 #[test]
 fn the_guard_stops_a_slow_allocator_before_the_oom_killer_does() {
     let Some(_lock) = real_swap_lock() else {
@@ -368,9 +374,6 @@ fn the_guard_stops_a_slow_allocator_before_the_oom_killer_does() {
     let cg = MemCgroup::named("floor-", 256);
     cg.without_swap();
     let bin = headroom_bin();
-    // 80 MiB/s: the room above the 10 % floor (about 230 MiB) lasts under 3 s.
-    let hog = "import time\nchunks = []\nfor _ in range(150):\n    c = bytearray(4 << 20)\n    \
-               for i in range(0, len(c), 4096): c[i] = 1\n    chunks.append(c)\n    time.sleep(0.05)\n";
     let out = run_in(
         &cg,
         &[
@@ -381,7 +384,7 @@ fn the_guard_stops_a_slow_allocator_before_the_oom_killer_does() {
             "--",
             "python3",
             "-c",
-            hog,
+            SLOW_ALLOCATOR,
         ],
     );
     let stderr = text(&out.stderr);
@@ -391,6 +394,100 @@ fn the_guard_stops_a_slow_allocator_before_the_oom_killer_does() {
         "{stderr}"
     );
     assert!(stderr.contains("free"), "{stderr}");
+}
+
+/// The JSON records of a trace file.
+fn trace_records(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_guard_stopped_under_the_limit_replays_to_the_same_stop() {
+    // Under a memory limit the low-free rule stops at the first reading under the floor and
+    // checks come faster as the room shrinks: the trace must keep the limit (and every other
+    // fact the rules read) for `trace replay` to stop where the live guard stopped. In both
+    // membership modes: the job's own cgroup (its OOM count and peak are the kernel's) and
+    // `HEADROOM_JOB_CGROUP=off`.
+    let Some(_lock) = real_swap_lock() else {
+        return;
+    };
+    for membership in ["own", "off"] {
+        let cg = MemCgroup::named(&format!("replay-{membership}-"), 256);
+        cg.without_swap();
+        let trace = test_home().join(format!("cgroup-replay-{membership}.trace.jsonl"));
+        let bin = headroom_bin();
+        let flags = ["--kill-free", "10", "--swap-budget", "4G"];
+        let mut argv = vec![bin.to_str().unwrap(), "guard", "--wait-free", "0"];
+        argv.extend(flags);
+        argv.extend(["--poll", "0.5s", "--trace", trace.to_str().unwrap()]);
+        argv.extend(["--", "python3", "-c", SLOW_ALLOCATOR]);
+        let wrapped = cg.wrap(&argv);
+        let mut live = Command::new(&wrapped[0]);
+        live.args(&wrapped[1..]).env("HEADROOM_HOME", test_home());
+        if membership == "off" {
+            live.env("HEADROOM_JOB_CGROUP", "off");
+        }
+        let out = live.output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{membership}: {stderr}");
+        assert!(
+            cg.pids().is_empty(),
+            "{membership}: nothing left in the cgroup"
+        );
+        let records = trace_records(&trace);
+        let all = records.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let all = all.join("\n");
+        // The live stop: its event, and the reading it was taken on (the last one before).
+        let (stop_t, stop) = records
+            .iter()
+            .filter(|r| r["type"] == "event" && r["kind"] == "guard")
+            .filter_map(|r| Some((r["t"].as_f64()?, r["note"].as_str()?)))
+            .map(|(t, note)| (t, serde_json::from_str::<serde_json::Value>(note).unwrap()))
+            .find(|(_, note)| note["event"] == "stopped")
+            .unwrap_or_else(|| panic!("{membership}: no stop in the trace:\n{all}"));
+        assert_eq!(stop["reason"]["kind"], "low_free", "{membership}: {stop}");
+        let judged = records
+            .iter()
+            .filter(|r| r["type"] == "sample")
+            .filter_map(|r| r["t"].as_f64())
+            .take_while(|&t| t <= stop_t + 0.0005)
+            .last()
+            .unwrap();
+        let live_verdict = &records.iter().find(|r| r["type"] == "end").unwrap()["verdict"];
+        let mut replay = support::headroom();
+        replay
+            .args(["trace", "replay", "--json"])
+            .arg(&trace)
+            .args(flags);
+        let (code, said, err) = support::run_to_files(replay);
+        assert_eq!(code, Some(3), "{membership}: {err}{said}\n{all}");
+        let r: serde_json::Value = serde_json::from_str(&said).unwrap();
+        let replay_t = r["stopped_at_seconds"].as_f64().unwrap();
+        assert!(
+            (replay_t - judged).abs() < 1e-6,
+            "{membership}: live stopped on the reading at {judged} s, its replay at {replay_t} \
+             s\n{said}\n{all}"
+        );
+        assert_eq!(r["reason"], stop["reason"], "{membership}: {said}\n{all}");
+        // The verdict up to the stop (the live one goes on to the job's end).
+        let same = [
+            "fits",
+            "ended",
+            "swap_start_bytes",
+            "swap_growth_bytes",
+            "oom_killed",
+        ];
+        for field in same {
+            assert_eq!(
+                r["verdict"][field], live_verdict[field],
+                "{membership}: {field}: {said}\n{live_verdict}"
+            );
+        }
+    }
 }
 
 #[test]

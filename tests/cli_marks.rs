@@ -125,7 +125,9 @@ fn a_process_outside_the_job_cannot_mark_it() {
     // This test process is not a process of the job: refused, by the kernel's word.
     let refused = send_mark(&socket, "intruder").unwrap_err();
     assert!(
-        refused.to_string().contains("not a process of this job"),
+        refused
+            .to_string()
+            .contains("not a process of a job Headroom watches here"),
         "{refused}"
     );
     let out = guard.wait_with_output().unwrap();

@@ -102,6 +102,13 @@ fn record_writes_a_parseable_trace_of_a_process() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
     let mut job = Command::new("sleep").arg("30").spawn().unwrap();
+    // Recorded once it is `sleep`: between fork and exec its memory is in flux.
+    let comm = format!("/proc/{}/comm", job.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&comm).map_or(true, |c| c.trim() != "sleep") {
+        assert!(std::time::Instant::now() < deadline, "sleep never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let out = headroom()
         .args([
             "record",

@@ -321,3 +321,35 @@ fn a_typed_key_is_one_key_wherever_it_is_typed_and_is_printed_escaped() {
     run(&["history", "forget", &key]);
     run(&["history", "forget", &evil]);
 }
+
+#[test]
+fn fit_compares_with_the_floor_the_jobs_guard_keeps() {
+    // 10 GB free on a 20 GB machine; a 6 GB need fits above a 10 % floor (8 GB room), not
+    // above the 50 % floor a guard run with `--kill-free 50` keeps (0 GB room).
+    let ask = |floor: &str| {
+        run(&[
+            "fit",
+            "--need",
+            "6G",
+            "--free",
+            "10G",
+            "--total-memory",
+            "20G",
+            "--kill-free",
+            floor,
+            "--json",
+        ])
+    };
+    let (code, out, err) = ask("10");
+    assert_eq!(code, Some(0), "{out}{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["floor_bytes"], 2u64 << 30);
+    let (code, out, err) = ask("50");
+    assert_eq!(code, Some(1), "{out}{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["floor_bytes"], 10u64 << 30);
+    assert_eq!(json["short_bytes"], 6u64 << 30);
+    let (code, _, err) = ask("120");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--kill-free"), "{err}");
+}

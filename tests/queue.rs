@@ -321,10 +321,15 @@ fn an_admitted_guard_killed_outright_keeps_its_reservation_while_its_job_runs() 
             .iter()
             .any(|p| p["admitted_at_ms"].is_i64())
     });
-    let job = support::live_with_tag(&tag)
-        .into_iter()
-        .find(|&p| p != a.id())
-        .unwrap();
+    // (Admitted comes just before the spawn: the job is looked for until it runs.)
+    let mut job = None;
+    wait_until("A's job started", || {
+        job = support::live_with_tag(&tag)
+            .into_iter()
+            .find(|&p| p != a.id());
+        job.is_some()
+    });
+    let job = job.unwrap();
     a.kill().unwrap();
     a.wait().unwrap();
     let b_started = home.path().join("b-started");

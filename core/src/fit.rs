@@ -40,14 +40,15 @@
 //! - **Answer**: it fits when the prediction is at most the room now above the free floor
 //!   (the guard would stop it under the floor). The room is what is not in use where the
 //!   kernel counts pages in use (macOS: free memory and cached files), else the free memory
-//!   (Linux `MemAvailable`, a cgroup's room under its limit): [`Room::now`].
+//!   (Linux `MemAvailable`, a cgroup's room under its limit), above the floor the job's guard
+//!   keeps: [`Room::for_guard`].
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::counters::SystemCounters;
-use crate::policy::{EndReason, Verdict};
+use crate::policy::{EndReason, Limits, Verdict};
 
 /// The margin on the need.
 pub const MARGIN: f64 = 1.15;
@@ -293,12 +294,23 @@ pub struct Room {
 }
 
 impl Room {
-    /// The room in `system` with a free floor of `floor_percent` (of the memory the level is
-    /// a share of).
-    pub fn now(system: &SystemCounters, floor_percent: f64) -> Self {
+    /// The room in `system` above the free floor the job's guard would keep (`limits`'
+    /// `kill_free_percent`, of the memory the level is a share of): the one floor every
+    /// "will it fit" compares with (`fit --kill-free`, the queue's guard, the app's
+    /// settings), as the guard that runs the job would stop it under that floor.
+    pub fn for_guard(system: &SystemCounters, limits: &Limits) -> Self {
         Room {
             free_bytes: system.room_bytes(),
-            floor_bytes: system.percent_bytes(floor_percent),
+            floor_bytes: system.percent_bytes(limits.kill_free_percent),
+        }
+    }
+
+    /// `free_bytes` free on another machine of `total_bytes`, with the same floor as
+    /// [`Room::for_guard`] there.
+    pub fn on_machine(free_bytes: u64, total_bytes: u64, limits: &Limits) -> Self {
+        Room {
+            free_bytes,
+            floor_bytes: crate::units::percent_of_bytes(limits.kill_free_percent, total_bytes),
         }
     }
 

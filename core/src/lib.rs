@@ -29,6 +29,7 @@ pub mod marks;
 pub mod members;
 pub mod monitor;
 pub mod paths;
+pub mod peers;
 pub mod policy;
 pub mod process;
 pub mod process_list;

@@ -24,7 +24,10 @@ use crate::sampler::{read_sample, ErrorOnce};
 const GIB: u64 = 1 << 30;
 const USER: u32 = 501;
 /// The free floor every "will it fit" keeps here, percent (the default's).
-const FLOOR: f64 = crate::defaults::KILL_FREE_PERCENT;
+/// A guard's default limits (its free floor).
+fn limits() -> crate::policy::Limits {
+    crate::policy::Limits::default()
+}
 
 /// A Mac with the user's guard (pid returned).
 fn mac() -> (XnuReader<FakeMac>, u32) {
@@ -125,7 +128,7 @@ fn moment(seconds: u64) -> Moment {
 }
 
 fn room(reader: &XnuReader<FakeMac>) -> Room {
-    Room::now(&reader.read_system().unwrap(), FLOOR)
+    Room::for_guard(&reader.read_system().unwrap(), &limits())
 }
 
 /// The room as the level alone said it (the rule before issue 29): free percent × memory.
@@ -212,10 +215,10 @@ fn fit_answers_by_the_room_not_the_level() {
         other.touch(2 * GIB);
     }
     let system = reader.read_system().unwrap();
-    assert!(answer(&p, Room::now(&system, FLOOR)).is_err());
+    assert!(answer(&p, Room::for_guard(&system, &limits())).is_err());
     let by_level = Room {
         free_bytes: room_by_level(&system),
-        floor_bytes: system.percent_bytes(FLOOR),
+        floor_bytes: system.percent_bytes(limits().kill_free_percent),
     };
     assert!(answer(&p, by_level).is_ok(), "the defect the room fixes");
 }
@@ -325,7 +328,7 @@ fn two_jobs_started_together_are_not_admitted_into_the_same_room() {
     let by_level = Memory {
         room: Room {
             free_bytes: room_by_level(&system),
-            floor_bytes: system.percent_bytes(FLOOR),
+            floor_bytes: system.percent_bytes(limits().kill_free_percent),
         },
         now_ms: 0,
     };

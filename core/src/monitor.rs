@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
 use crate::counters::{PressureLevel, SystemCounters};
-use crate::engine::{Action, Engine, FINISHED_KEEP};
+use crate::drive::{Input, Step};
+use crate::engine::{Engine, Moment, FINISHED_KEEP};
 use crate::fit::Room;
 use crate::history::{History, Metric, METRICS};
 use crate::sampler::Sample;
@@ -57,27 +58,47 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// Feeds one sample: history, jobs; returns the jobs' actions.
-    pub fn on_sample(&mut self, sample: &Sample) -> Vec<Action> {
-        if let Some(system) = &sample.system {
-            let watched: u64 = sample
-                .tracked
-                .iter()
-                .filter_map(|t| t.memory.map(|m| m.footprint_bytes))
-                .sum();
-            let any_tracked = sample.tracked.iter().any(|t| t.memory.is_some());
-            let mut values = [None; METRICS];
-            values[Metric::FreePercent as usize] = Some(system.free_percent);
-            values[Metric::SwapUsedBytes as usize] = Some(system.swap_used_bytes as f64);
-            values[Metric::CompressedBytes as usize] = system.compressed_bytes.map(|b| b as f64);
-            values[Metric::WatchedFootprintBytes as usize] = any_tracked.then_some(watched as f64);
-            self.history.add(sample.at, values);
-            self.last = Some((sample.at, system.clone()));
+    /// Takes one input (a sample, a request, a mark) into the jobs with the one step every
+    /// driver takes ([`crate::drive::step`]); a sample goes to the history first. A job that
+    /// ended leaves the list after [`FINISHED_KEEP`] (its verdict stays in the store).
+    pub fn step(&mut self, input: Input, now: Moment) -> Step {
+        if let Input::Sample(sample) = &input {
+            self.ingest(sample);
         }
-        let actions = self.jobs.on_sample(sample);
-        // A job that ended leaves the list after a while; its verdict stays in the store.
-        self.jobs.prune(sample.at, FINISHED_KEEP);
-        actions
+        let stepped = crate::drive::step(&mut self.jobs, None, input, now);
+        if let Some(sample) = &stepped.sample {
+            self.jobs.prune(sample.at, FINISHED_KEEP);
+        }
+        stepped
+    }
+
+    /// [`Monitor::step`] with one sample, at the time it was read.
+    pub fn on_sample(&mut self, sample: Sample) -> Step {
+        let now = Moment {
+            at: sample.at,
+            clock: sample.since_start,
+        };
+        self.step(Input::Sample(sample), now)
+    }
+
+    /// A sample's system reading into the history.
+    fn ingest(&mut self, sample: &Sample) {
+        let Some(system) = &sample.system else {
+            return;
+        };
+        let watched: u64 = sample
+            .tracked
+            .iter()
+            .filter_map(|t| t.memory.map(|m| m.footprint_bytes))
+            .sum();
+        let any_tracked = sample.tracked.iter().any(|t| t.memory.is_some());
+        let mut values = [None; METRICS];
+        values[Metric::FreePercent as usize] = Some(system.free_percent);
+        values[Metric::SwapUsedBytes as usize] = Some(system.swap_used_bytes as f64);
+        values[Metric::CompressedBytes as usize] = system.compressed_bytes.map(|b| b as f64);
+        values[Metric::WatchedFootprintBytes as usize] = any_tracked.then_some(watched as f64);
+        self.history.add(sample.at, values);
+        self.last = Some((sample.at, system.clone()));
     }
 
     /// Swap in use `ago` before the latest reading (the window's first bucket mean).
@@ -95,10 +116,10 @@ impl Monitor {
         self.last.as_ref().map(|(_, system)| system)
     }
 
-    /// The room a new job has now ([`Room::now`]) with a free floor of `floor_percent`, from
+    /// The room a new job guarded under `limits` has now ([`Room::for_guard`]), from
     /// the latest reading; `None` before the first.
-    pub fn room(&self, floor_percent: f64) -> Option<Room> {
-        Some(Room::now(self.last_system()?, floor_percent))
+    pub fn room(&self, limits: &crate::policy::Limits) -> Option<Room> {
+        Some(Room::for_guard(self.last_system()?, limits))
     }
 
     /// The header view for a chart window; `None` before the first reading.
@@ -213,11 +234,11 @@ mod tests {
         let mut m = Monitor::default();
         assert_eq!(m.tray_title(), "–");
         for i in 0..200 {
-            m.on_sample(&sample(i, 3 << 30));
+            m.on_sample(sample(i, 3 << 30));
         }
         assert_eq!(m.tray_title(), "38% · 3.0G");
         for i in 200..230 {
-            m.on_sample(&sample(i, (3 << 30) + (i - 199) * (10 << 20)));
+            m.on_sample(sample(i, (3 << 30) + (i - 199) * (10 << 20)));
         }
         assert!(m.tray_title().ends_with('↑'), "{}", m.tray_title());
         let s = m.status(Duration::from_secs(600)).unwrap();
@@ -229,7 +250,7 @@ mod tests {
     fn chart_renders_for_each_window() {
         let mut m = Monitor::default();
         for i in 0..100 {
-            m.on_sample(&sample(i, i << 20));
+            m.on_sample(sample(i, i << 20));
         }
         for window in [600, 3600, 86_400] {
             let svg = m
@@ -251,8 +272,7 @@ mod tests {
         // The job's start is wall-clock time: so are these samples'.
         let t0 = SystemTime::now() - Duration::from_secs(50);
         for i in 0..100 {
-            m.on_sample(&Sample {
-                aimed: false,
+            m.on_sample(Sample {
                 at: t0 + Duration::from_millis(i * 500),
                 ..sample(i, 1 << 30)
             });
@@ -271,8 +291,7 @@ mod tests {
         m.jobs.mark(job, "load", Duration::from_secs(50));
         m.jobs.mark(job, "decode", Duration::from_secs(53));
         for i in 100..110 {
-            m.on_sample(&Sample {
-                aimed: false,
+            m.on_sample(Sample {
                 at: t0 + Duration::from_millis(i * 500),
                 ..sample(i, 1 << 30)
             });
@@ -317,16 +336,16 @@ mod tests {
             }],
             ..start
         };
-        m.on_sample(&gone);
+        let gone_at = gone.at;
+        m.on_sample(gone);
         assert!(m.jobs.views()[0].verdict.is_some());
         let later = |minutes: u64| Sample {
-            aimed: false,
-            at: gone.at + Duration::from_secs(minutes * 60),
+            at: gone_at + Duration::from_secs(minutes * 60),
             ..sample(1, 1 << 30)
         };
-        m.on_sample(&later(59));
+        m.on_sample(later(59));
         assert_eq!(m.jobs.views().len(), 1, "still listed within the hour");
-        m.on_sample(&later(61));
+        m.on_sample(later(61));
         assert!(m.jobs.views().is_empty(), "gone after an hour");
     }
 }

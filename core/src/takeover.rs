@@ -26,6 +26,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::counters::{Counters, JobCgroup, RunState};
+use crate::drive::Input;
 use crate::effects::{Control, JobSignal, SignalReport};
 use crate::enforce::{signal_job, Safety, KILL_WAIT};
 use crate::engine::{
@@ -179,8 +180,9 @@ impl<'a> Taking<'a> {
             at: sample.at,
             clock: sample.since_start,
         };
-        let actions = self.engine.on_sample(&sample);
-        carry_out(&mut self.engine, &mut self.effects, actions, at);
+        let stepped =
+            crate::drive::step(&mut self.engine, Some(self.job), Input::Sample(sample), at);
+        carry_out(&mut self.engine, &mut self.effects, stepped.actions, at);
     }
 
     /// Looks until `holds` says the request holds, for `patience` at most; true if it did.

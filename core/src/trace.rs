@@ -5,6 +5,11 @@
 //! `event` (`kind` load/reload/release/stage/mark …), `error` (a failed read) and `end`. The
 //! writer flushes every line so a killed recorder keeps its trace. The reader tolerates a
 //! half-written last line and reports any other bad line with its file and line number.
+//!
+//! stageload's fields keep their names and meaning; Headroom's are optional, absent when
+//! unknown, so stageload's traces and older Headroom ones read as before. What a sample is
+//! made of and made back into (everything the guard's rules read of a reading) is
+//! [`crate::sampler::recorded`]'s, in both directions.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -56,17 +61,18 @@ pub enum Record {
 }
 
 /// A `sample` line. The first four fields are stageload's; the rest are Headroom's and
-/// optional when reading.
+/// optional when reading (absent: not known, or not written by older traces).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SampleRecord {
-    /// Seconds since start.
+    /// Seconds since start (Headroom writes it to the nanosecond: [`seconds`]).
     pub t: f64,
     /// Footprint of the traced process tree(s), bytes (0 when nothing is traced).
     #[serde(default)]
     pub footprint: u64,
     /// System swap in use, bytes.
     pub swap_used: u64,
-    /// System free memory, percent (macOS `kern.memorystatus_level`).
+    /// System free memory, percent (macOS `kern.memorystatus_level`; under a memory limit,
+    /// the room under it), as read.
     pub level: f64,
     /// System swap size, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,9 +92,24 @@ pub struct SampleRecord {
     /// Per-process swap of the traced trees, bytes (Linux).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_swap: Option<u64>,
-    /// How many processes the traced trees had.
+    /// How many processes the traced trees had (0: none of them lives any more).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<u32>,
+    /// The memory limit that binds (a cgroup's), bytes: `level` is then the room under it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<u64>,
+    /// The kernel's OOM kills since boot, host-wide (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+    /// The traced job has a memory cgroup of its own: its OOM kills are `job_oom_kills`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub own_cgroup: bool,
+    /// OOM kills in the traced job's own cgroup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_oom_kills: Option<u64>,
+    /// The kernel's high-water mark of the traced job's memory (its own cgroup's), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_peak: Option<u64>,
     /// A look the guard aimed at the crossing between two regular checks (Headroom's; see
     /// `crate::policy::aim`): written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -119,32 +140,6 @@ pub struct EventRecord {
     pub note: Option<String>,
 }
 
-/// What a trace's `start` record says of where it ran: `total_memory` (what free is a share
-/// of: the host's, or the memory cgroup's limit where one binds), `memory_scope` (`host` or
-/// `cgroup`) and, under a limit, the cgroup and the host's memory; `cgroup_note` when the
-/// cgroup could not be read (the numbers are then the host's).
-pub fn memory_meta(system: &crate::counters::SystemCounters) -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert("total_memory".into(), system.total_bytes.into());
-    if let Some(usable) = system.usable_bytes {
-        meta.insert("usable_memory".into(), usable.into());
-    }
-    match &system.cgroup {
-        Some(c) => {
-            meta.insert("memory_scope".into(), "cgroup".into());
-            meta.insert("cgroup".into(), c.limit_path.clone().into());
-            meta.insert("host_total_memory".into(), c.host_total_bytes.into());
-        }
-        None => {
-            meta.insert("memory_scope".into(), "host".into());
-        }
-    }
-    if let Some(note) = &system.cgroup_note {
-        meta.insert("cgroup_note".into(), note.clone().into());
-    }
-    meta
-}
-
 /// The time a `start` record's `utc` names (RFC 3339 UTC, `+00:00` or `Z`), if it is one.
 pub fn parse_utc(text: &str) -> Option<SystemTime> {
     let stem = text.strip_suffix("+00:00").unwrap_or(text);
@@ -160,9 +155,22 @@ pub fn utc_string(t: SystemTime) -> String {
     }
 }
 
-/// Seconds rounded to milliseconds, as written in `t`.
+/// Seconds rounded to milliseconds, as events and errors write `t`.
 pub fn round_t(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// A sample's `t`: seconds to the nanosecond, read back exactly by [`duration`] (for any
+/// time under 2^20 s, twelve days; within a nanosecond after that).
+pub fn seconds(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// The time a `t` names, to the nanosecond (a negative or unreadable one is 0: the reader
+/// has refused those already).
+pub fn duration(t: f64) -> Duration {
+    // A float cast saturates: NaN and negatives are 0.
+    Duration::from_nanos((t * 1e9).round() as u64)
 }
 
 /// Writes a trace, one flushed line per record.
@@ -347,7 +355,19 @@ fn check_record(record: &Record) -> Result<(), String> {
                     return Err("interval: a sampling interval is more than 0 seconds".into());
                 }
             }
-            for field in ["total_memory", "host_total_memory"] {
+            if let Some(value) = meta.get("free_start") {
+                let p = value
+                    .as_f64()
+                    .ok_or_else(|| format!("free_start: {value} is not a percentage"))?;
+                named("free_start", bounded_percent(p).map(drop))?;
+            }
+            for field in [
+                "total_memory",
+                "usable_memory",
+                "host_total_memory",
+                "swap_start",
+                "in_use_start",
+            ] {
                 if let Some(value) = meta.get(field) {
                     let b = value
                         .as_u64()
@@ -364,8 +384,11 @@ fn check_record(record: &Record) -> Result<(), String> {
             bytes("swap_used", Some(s.swap_used))?;
             bytes("swap_total", s.swap_total)?;
             bytes("compressed", s.compressed)?;
+            bytes("in_use", s.in_use)?;
             bytes("resident", s.resident)?;
-            bytes("process_swap", s.process_swap)
+            bytes("process_swap", s.process_swap)?;
+            bytes("memory_limit", s.memory_limit)?;
+            bytes("kernel_peak", s.kernel_peak)
         }
         Record::Event(e) => {
             seconds("t", e.t)?;

@@ -12,10 +12,11 @@ use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use headroom_core::counters::{RunState, SystemCounters};
-use headroom_core::drive::{drive, replay, DriverEffects, Input, Source};
+use headroom_core::drive::{check_due, drive, replay, DriverEffects, Input, Source};
 use headroom_core::effects::{JobSignal, SignalReport};
-use headroom_core::engine::{Effects, Engine, JobMode, JobSpec, JobView, Moment};
+use headroom_core::engine::{carry_out, Effects, Engine, JobMode, JobSpec, JobView, Moment};
 use headroom_core::members::{Member, MemberSet, Members};
+use headroom_core::monitor::Monitor;
 use headroom_core::policy::{EndReason, JobEvent, Limits, StopReason};
 use headroom_core::process::{ProcessIdentity, TreeMemory};
 use headroom_core::sampler::{Sample, TrackedSample};
@@ -31,14 +32,24 @@ const LEADER: ProcessIdentity = ProcessIdentity {
 struct Recorded {
     trace: Trace,
     next: usize,
+    /// Readings after the trace's last, each its copy half a second later: a sampler that
+    /// goes on (the app's) rather than a trace that ends.
+    after_end: usize,
     alive: Rc<Cell<bool>>,
     now: Rc<Cell<Duration>>,
 }
 
 impl Source for Recorded {
     fn next(&mut self, _due: Duration) -> Input {
-        let Some(s) = self.trace.samples.get(self.next).cloned() else {
-            return Input::Ended(EndReason::Vanished);
+        let last = self.trace.samples.len();
+        let s = match self.trace.samples.get(self.next).cloned() {
+            Some(s) => s,
+            None if self.next < last + self.after_end => {
+                let mut s = self.trace.samples[last - 1].clone();
+                s.t += 0.5 * (self.next + 1 - last) as f64;
+                s
+            }
+            None => return Input::Ended(EndReason::Vanished),
         };
         self.next += 1;
         self.now.set(Duration::from_secs_f64(s.t));
@@ -135,9 +146,9 @@ fn spec(limits: Limits) -> JobSpec {
     JobSpec::new("job".into(), JobMode::Guard, limits, poll)
 }
 
-#[test]
-fn live_and_replay_stop_at_the_same_sample_for_the_same_reason() {
-    let cases = [
+/// The recorded runs and the limits they are guarded with.
+fn cases() -> [(&'static str, Limits); 3] {
+    [
         (
             "qwen-image-2026-10-06/eager-1.trace.jsonl",
             Limits::default(),
@@ -153,8 +164,31 @@ fn live_and_replay_stop_at_the_same_sample_for_the_same_reason() {
             "qwen-image-2026-10-06/staged-1.trace.jsonl",
             Limits::default(),
         ),
-    ];
-    for (path, limits) in cases {
+    ]
+}
+
+/// A recorded run's source and its effects, sharing the member's life and the clock.
+fn recorded(trace: &Trace, after_end: usize) -> (Recorded, Live) {
+    let alive = Rc::new(Cell::new(true));
+    let clock = Rc::new(Cell::new(Duration::ZERO));
+    let source = Recorded {
+        trace: trace.clone(),
+        next: 0,
+        after_end,
+        alive: Rc::clone(&alive),
+        now: Rc::clone(&clock),
+    };
+    let live = Live {
+        alive,
+        now: clock,
+        stopped: None,
+    };
+    (source, live)
+}
+
+#[test]
+fn live_and_replay_stop_at_the_same_sample_for_the_same_reason() {
+    for (path, limits) in cases() {
         same_stop(path, &fixture(path), limits);
     }
 }
@@ -205,19 +239,7 @@ fn a_trace_with_looks_aimed_at_the_crossing_replays_as_it_ran() {
 /// Drives `trace` live (its readings as a source would hand them out) and replays it:
 /// the same stop, for the same reason, at the same reading; returns it.
 fn same_stop(path: &str, trace: &Trace, limits: Limits) -> Option<(f64, StopReason)> {
-    let alive = Rc::new(Cell::new(true));
-    let clock = Rc::new(Cell::new(Duration::ZERO));
-    let mut source = Recorded {
-        trace: trace.clone(),
-        next: 0,
-        alive: Rc::clone(&alive),
-        now: Rc::clone(&clock),
-    };
-    let mut live = Live {
-        alive,
-        now: clock,
-        stopped: None,
-    };
+    let (mut source, mut live) = recorded(trace, 0);
     let mut engine = Engine::default();
     let members = MemberSet::new(Members::of_command(LEADER, None));
     let first = trace.samples[0].swap_used;
@@ -250,4 +272,70 @@ fn same_stop(path: &str, trace: &Trace, limits: Limits) -> Option<(f64, StopReas
     // replay ends at the reading it stopped on.)
     assert_eq!(verdict.fits, replayed.verdict.fits, "{path}");
     live.stopped
+}
+
+/// The app's way: a monitor with the job among its jobs takes the same inputs through the
+/// same step (`Monitor::step`, as the app's ticker and socket do), its actions carried out
+/// by the same `carry_out`, its checks timed by the same `check_due`: it stops at the same
+/// reading, for the same reason, with the same verdict as the terminal's loop.
+#[test]
+fn the_apps_step_stops_where_the_terminals_loop_does() {
+    for (path, limits) in cases() {
+        let trace = fixture(path);
+        let first = trace.samples[0].swap_used;
+        let at = Moment {
+            at: SystemTime::UNIX_EPOCH,
+            clock: Duration::ZERO,
+        };
+        // A process picked by pid, as the app's list (and `headroom watch`) picks it.
+        let members = || MemberSet::new(Members::of_process(LEADER));
+        let poll = Duration::from_millis(500);
+
+        let (mut source, mut terminal) = recorded(&trace, 0);
+        let mut engine = Engine::default();
+        let job = engine.add(members(), spec(limits.clone()), first, at);
+        let verdict = drive(&mut engine, job, poll, &mut source, &mut terminal);
+
+        // The app samples on after the trace's end: its job ends with its last member.
+        let (mut source, mut app) = recorded(&trace, 60);
+        let mut monitor = Monitor::default();
+        let job = monitor.jobs.add(members(), spec(limits), first, at);
+        let app_verdict = loop {
+            let input = source.next(check_due(&monitor.jobs, poll));
+            let now = source.now();
+            let ended = matches!(input, Input::Ended(_));
+            let stepped = monitor.step(input, now);
+            carry_out(&mut monitor.jobs, &mut app, stepped.actions, now);
+            if let Some(verdict) = monitor.jobs.verdict(job) {
+                break Some(verdict.clone());
+            }
+            if ended {
+                break None; // the app has no leader to end a job: it ends with its members
+            }
+        };
+        let stop = |s: &Live| {
+            s.stopped
+                .as_ref()
+                .map(|(t, r)| (*t, std::mem::discriminant(r)))
+        };
+        assert_eq!(
+            stop(&terminal),
+            stop(&app),
+            "{path}: terminal {:?}, app {:?}",
+            terminal.stopped,
+            app.stopped
+        );
+        if terminal.stopped.is_some() {
+            let app_verdict = app_verdict.unwrap();
+            assert_eq!(verdict.fits, app_verdict.fits, "{path}");
+            assert_eq!(
+                verdict.swap_growth_bytes, app_verdict.swap_growth_bytes,
+                "{path}"
+            );
+            assert_eq!(
+                verdict.peak_footprint_bytes, app_verdict.peak_footprint_bytes,
+                "{path}"
+            );
+        }
+    }
 }

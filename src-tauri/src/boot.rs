@@ -40,7 +40,8 @@ impl AppState {
             Duration::ZERO,
             None,
         );
-        monitor.on_sample(&first);
+        // The first reading is for the history and the header: it tracks no process yet.
+        let _ = monitor.on_sample(first);
         let sampler = Sampler::start(counters.clone(), settings.sample_interval)
             .context("starting the sampler")?;
         for set in monitor.jobs.tracked() {

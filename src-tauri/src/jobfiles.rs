@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 
 use headroom_core::counters::Counters;
-use headroom_core::drive::{PeerBoard, PeerSource};
 use headroom_core::engine::JobView;
 use headroom_core::jobfile::{Board, PeerFiles};
+use headroom_core::peers::{PeerBoard, PeerSource};
 use headroom_core::process::ProcessIdentity;
 
 use crate::state::{lock, AppState, Publishing};
@@ -48,16 +48,22 @@ pub fn start(dir: PathBuf, guard: ProcessIdentity) -> Option<Publishing> {
 
 /// Publishes the app's jobs as the engine has them now (after a sample or a request).
 pub fn publish(state: &AppState) {
+    if state.job_files.is_some() {
+        publish_views(state, lock(&state.monitor).jobs.views());
+    }
+}
+
+/// [`publish`] of `views`, taken under a lock of the engine the caller held already.
+pub fn publish_views(state: &AppState, views: Vec<JobView>) {
     let Some(publishing) = &state.job_files else {
         return;
     };
-    let views = lock(&state.monitor).jobs.views();
     // A send fails only once the thread is gone; it said why when it went.
     let _ = publishing.to_thread.send(views);
 }
 
 /// The other guards' pausable jobs, read from their job files at most every
-/// [`headroom_core::drive::PEERS_EVERY`] while one of the app's jobs is in the pause order.
+/// [`headroom_core::peers::PEERS_EVERY`] while one of the app's jobs is in the pause order.
 #[derive(Debug)]
 pub struct Peers {
     board: PeerBoard,

@@ -9,15 +9,19 @@
 //! back to it); notifications and the store are done after it is unlocked, so a slow D-Bus
 //! or disk never holds up the ticker's next sample.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
+use headroom_core::drive::{check_due, Input};
 use headroom_core::effects::{JobSignal, SignalReport};
 use headroom_core::enforce::signal_each;
-use headroom_core::engine::{self, Action, Effects, Moment};
-use headroom_core::marks::{not_here, Answer, Control};
+use headroom_core::engine::{self, Effects, Moment};
+use headroom_core::marks::{Answer, Control, Request};
+use headroom_core::members::MemberSet;
+use headroom_core::monitor::{StatusView, TICK_WINDOW_SECONDS};
 use headroom_core::policy::order::Peer;
 use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
+use headroom_core::sampler::Sample;
 use headroom_core::unix::signals::Kernel;
 use tauri::{AppHandle, Manager, Runtime};
 
@@ -58,7 +62,7 @@ impl Effects for AppEffects<'_> {
     /// answer comes within `marks::ANSWER_WAIT`, while the engine stays locked as the
     /// guard's own loop waits for it).
     fn make_room(&mut self, job: u64, peer: &Peer) -> Result<(), String> {
-        let asked = headroom_core::drive::ask(&self.state.dirs, peer);
+        let asked = headroom_core::peers::ask(&self.state.dirs, peer);
         tracing::info!(
             job,
             peer = peer.pid,
@@ -77,38 +81,103 @@ pub fn now(state: &AppState) -> Moment {
     }
 }
 
-/// Carries out the engine's `actions` (see the module docs).
-pub fn carry_out<R: Runtime>(app: &AppHandle<R>, actions: Vec<Action>) {
-    if actions.is_empty() {
-        return;
-    }
-    let Some(state) = app.try_state::<AppState>() else {
-        return;
-    };
+/// What a step left, read under the same lock of the engine: for the ticker.
+pub struct Stepped {
+    /// The sample, when the input was one.
+    pub sample: Option<Sample>,
+    /// The popover's header, for a sample while the popover is shown.
+    pub status: Option<StatusView>,
+    /// The tray's title.
+    pub title: String,
+    /// Whether a watched job's swap grows (the tray's red icon).
+    pub growing: bool,
+    /// The member sets of the jobs not yet ended (the sampler tracks exactly these).
+    pub tracked: Vec<MemberSet>,
+}
+
+/// The app's one step: `input` into the engine with core's step (as a terminal guard takes
+/// it: `drive::step`), its actions carried out, the next check timed (`drive::check_due`),
+/// the jobs published; the engine locked once for all of it. Notifications and the store
+/// come after it is unlocked. `None` while the app shuts down.
+pub fn step<R: Runtime>(app: &AppHandle<R>, input: Input) -> Option<Stepped> {
+    let state = app.try_state::<AppState>()?;
+    let base = lock(&state.settings).sample_interval;
+    let now = now(&state);
     let mut effects = AppEffects {
         state: &state,
         events: Vec::new(),
         changed: Vec::new(),
     };
-    {
+    let (stepped, check, views) = {
         let mut monitor = lock(&state.monitor);
-        engine::carry_out(&mut monitor.jobs, &mut effects, actions, now(&state));
-    }
+        let step = monitor.step(input, now);
+        engine::carry_out(&mut monitor.jobs, &mut effects, step.actions, now);
+        let status = step
+            .sample
+            .as_ref()
+            .filter(|_| state.is_visible())
+            .and_then(|_| monitor.status(Duration::from_secs(TICK_WINDOW_SECONDS)));
+        let stepped = Stepped {
+            sample: step.sample,
+            status,
+            title: monitor.tray_title(),
+            growing: monitor.jobs.any_growing(),
+            tracked: monitor.jobs.tracked(),
+        };
+        let check = check_due(&monitor.jobs, base);
+        (stepped, check, monitor.jobs.views())
+    };
+    state.sampler.set_interval(check);
+    crate::jobfiles::publish_views(&state, views);
     let AppEffects {
         events, changed, ..
     } = effects;
+    after(app, &state, events, changed);
+    Some(stepped)
+}
+
+/// Sets the sampler's interval now (the settings changed): [`step`] does it after each
+/// input.
+pub fn retune(state: &AppState) {
+    let base = lock(&state.settings).sample_interval;
+    let check = check_due(&lock(&state.monitor).jobs, base);
+    state.sampler.set_interval(check);
+}
+
+/// What the engine's actions leave for after its lock: the saved state of jobs paused or
+/// resumed, the store's record of a finished job, the notifications.
+fn after<R: Runtime>(
+    app: &AppHandle<R>,
+    state: &AppState,
+    events: Vec<(u64, String, JobEvent)>,
+    changed: Vec<u64>,
+) {
     for job in changed {
-        crate::persist::job_started(&state, job);
+        crate::persist::job_started(state, job);
     }
     for (job_id, command, event) in events {
         if matches!(event, JobEvent::Finished { .. }) {
-            crate::persist::job_finished(&state, job_id);
+            crate::persist::job_finished(state, job_id);
         }
         // A stage beginning is shown in the job's row, not notified; nor is a load.
         if matches!(event, JobEvent::Stage { .. } | JobEvent::Reported { .. }) {
             continue;
         }
         crate::notify::job_event(app, &command, &event, on_button(app, job_id));
+    }
+}
+
+/// A request on the app's socket (or the page's, `peer` 0) through [`step`]: the engine's
+/// answer.
+pub fn request<R: Runtime>(app: &AppHandle<R>, peer: u32, request: Request) -> Answer {
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    if step(app, Input::requested(peer, request, reply)).is_none() {
+        return Answer::Refused("Headroom is shutting down".into());
+    }
+    match answer.try_recv() {
+        Ok(Ok(())) => Answer::Done,
+        Ok(Err(why)) => Answer::Refused(why),
+        Err(_) => Answer::Refused("the request was not answered".into()),
     }
 }
 
@@ -127,7 +196,8 @@ pub fn act<R: Runtime>(app: &AppHandle<R>, job_id: u64, control: Control) -> Res
     act_for(app, job_id, control, None)
 }
 
-/// [`act`], asked by process `asker` (`yield`: the guard whose older job needs the room).
+/// [`act`], asked by process `asker` (`yield`: the guard whose older job needs the room):
+/// a request for the job's leader, through the one step.
 fn act_for<R: Runtime>(
     app: &AppHandle<R>,
     job_id: u64,
@@ -137,35 +207,18 @@ fn act_for<R: Runtime>(
     let state = app
         .try_state::<AppState>()
         .ok_or_else(|| "Headroom is shutting down".to_string())?;
-    let actions = {
-        let mut monitor = lock(&state.monitor);
-        match control {
-            Control::Yield => monitor.jobs.make_room(job_id, asker, now(&state)),
-            _ => monitor.jobs.request(job_id, control, now(&state)),
-        }
+    let pid = lock(&state.monitor)
+        .jobs
+        .view(job_id)
+        .map(|view| view.pid)
+        .ok_or_else(|| "the job is gone".to_string())?;
+    match request(app, asker.unwrap_or(0), Request::Control { control, pid }) {
+        Answer::Refused(why) => return Err(why),
+        Answer::Done | Answer::Queued => {}
     }
-    .map_err(|e| e.to_string())?;
     tracing::info!(job_id, control = control.as_str(), ?asker, "job control");
-    carry_out(app, actions);
     crate::persist::job_started(&state, job_id);
-    crate::jobfiles::publish(&state);
     Ok(())
-}
-
-/// `control` for the job whose process is `pid`, asked by process `asker` (a request on the
-/// app's socket: `headroom pause|resume|stop PID`, or a terminal guard's `yield`).
-pub fn control<R: Runtime>(app: &AppHandle<R>, control: Control, pid: u32, asker: u32) -> Answer {
-    let Some(state) = app.try_state::<AppState>() else {
-        return Answer::Refused("Headroom is shutting down".into());
-    };
-    let job = lock(&state.monitor).jobs.job_with_root(pid);
-    match job {
-        None => Answer::Refused(not_here(pid)),
-        Some(job) => match act_for(app, job, control, (asker != 0).then_some(asker)) {
-            Ok(()) => Answer::Done,
-            Err(why) => Answer::Refused(why),
-        },
-    }
 }
 
 /// Spares job `job_id` ("Spare it"): it is no longer guarded; its processes keep running. A

@@ -10,7 +10,7 @@ use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::settings::Settings;
-use headroom_core::store::{RunContext, Store};
+use headroom_core::store::Store;
 use headroom_core::units::unix_ms;
 
 use crate::state::{lock, AppState};
@@ -116,23 +116,21 @@ pub fn job_started(state: &AppState, job_id: u64) {
 /// Records a finished job in the run history (its key, and the memory it ran in: what it
 /// took is measured as the CLI measures it), and forgets it as active.
 pub fn job_finished(state: &AppState, job_id: u64) {
-    let (record, start, machine) = {
+    let (run, machine) = {
         let monitor = lock(&state.monitor);
         (
-            monitor.jobs.finished_record(job_id),
-            monitor.jobs.run_start(job_id),
+            monitor.jobs.finished_run(job_id),
             monitor.last_system().cloned(),
         )
     };
-    let (Some(record), Some(start)) = (record, start) else {
+    let Some(run) = run else {
         return;
     };
-    let context = RunContext::here(start.key, machine.as_ref(), start.free_start_percent);
     if let Some(store) = lock(&state.store).as_mut() {
-        if let Err(e) = store.record_run(&record, &context) {
+        if let Err(e) = store.record_finished(&run, machine.as_ref(), None) {
             tracing::warn!(error = %e, "cannot record the job");
         }
-        let _ = store.remove_active_job(record.identity);
+        let _ = store.remove_active_job(run.job.identity);
     }
 }
 

@@ -23,7 +23,8 @@ pub struct BudgetArgs {
     /// while swap in use plus the budget is above it).
     #[arg(long, allow_hyphen_values = true, value_parser = super::values::parse_size, value_name = "SIZE")]
     pub swap_limit: Option<u64>,
-    /// Stop when free memory stays below this percent for two samples in a row.
+    /// Stop when free memory stays below this percent for two samples in a row (one, under
+    /// a memory limit: the OOM killer acts at the limit).
     #[arg(long, default_value = text::percent(d::KILL_FREE_PERCENT), allow_hyphen_values = true, value_parser = super::values::parse_percent, value_name = "PERCENT")]
     pub kill_free: f64,
     /// Swap growth up to this still counts as "fits".

@@ -79,7 +79,7 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
         if let Some(file) = orphan {
             return unguarded(&counters, &dirs, &file, control);
         }
-        if let Some(place) = super::queue::waiting_guard(&counters, args.pid) {
+        if let Some(place) = super::line::waiting_guard(&counters, args.pid) {
             return waiting(&counters, &place, control);
         }
     }

@@ -8,13 +8,14 @@ use clap::Args;
 use headroom_core::counters::{CounterSource, Counters, SystemCounters};
 use headroom_core::defaults as d;
 use headroom_core::fit::{answer, job_key, Prediction, Room};
+use headroom_core::policy::Limits;
 use headroom_core::store::RunRow;
 use headroom_core::units::{format_bytes, percent_of_bytes, printable};
 use serde::Serialize;
 
 use super::exit;
-use super::history::{basis, open_store_to_read, prediction_of};
 use super::output::{print_json, say};
+use super::runs::{basis, open_store_to_read, prediction_of};
 
 /// `headroom fit`: will the job fit now, from its past runs? Runs nothing.
 #[derive(Debug, Args)]
@@ -35,6 +36,10 @@ pub struct FitArgs {
     /// free floor and a percent of `--free`.
     #[arg(long, value_name = "SIZE", requires = "free", value_parser = super::values::parse_size)]
     total_memory: Option<u64>,
+    /// The free floor the job's guard will keep (its `--kill-free`): the room is what is
+    /// free above it.
+    #[arg(long, default_value = d::text::percent(d::KILL_FREE_PERCENT), value_parser = super::values::parse_percent, value_name = "PERCENT")]
+    kill_free: f64,
     /// Ask about this need instead of the key's past runs: a size (12G).
     #[arg(long, value_name = "SIZE", value_parser = super::values::parse_size, conflicts_with = "key")]
     need: Option<u64>,
@@ -99,7 +104,11 @@ fn room_asked(
     system: &SystemCounters,
     runs: &[RunRow],
 ) -> Result<(Room, Option<u64>), String> {
-    let here = Room::now(system, d::KILL_FREE_PERCENT);
+    let limits = Limits {
+        kill_free_percent: args.kill_free,
+        ..Limits::default()
+    };
+    let here = Room::for_guard(system, &limits);
     let Some(text) = &args.free else {
         return Ok((here, None));
     };
@@ -112,10 +121,7 @@ fn room_asked(
         let free_bytes = parse_free(text, system.level_base_bytes())?;
         return Ok((Room { free_bytes, ..here }, None));
     };
-    let room = Room {
-        free_bytes: parse_free(text, total)?,
-        floor_bytes: percent_of_bytes(d::KILL_FREE_PERCENT, total),
-    };
+    let room = Room::on_machine(parse_free(text, total)?, total, &limits);
     Ok((room, Some(total)))
 }
 

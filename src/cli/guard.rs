@@ -20,10 +20,10 @@ use serde::Serialize;
 
 use super::budget::JobArgs;
 use super::exit;
-use super::history::{after_end, before_start, HistoryFlags, KEY_ENV};
+use super::line;
 use super::output::{print_json, say};
-use super::queue;
 use super::report::Report;
+use super::runs::{after_end, before_start, Before, HistoryFlags, KEY_ENV};
 use super::signals::Signals;
 use super::sinks::job_sinks;
 
@@ -137,12 +137,12 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let mut before = before_start(&counters, &args.command, &args.history);
     let mut line = args
         .wait_fit
-        .then(|| queue::join(&counters, &before, &command_line, &mut limits))
+        .then(|| line::join(&counters, &before, &command_line, &mut limits))
         .flatten();
     let waited = {
         let mut admit = line
             .as_mut()
-            .map(|line| queue::admitter(line, &counters, &limits));
+            .map(|line| line::admitter(line, &counters, &limits));
         let admit = admit.as_mut().map(|a| a as Admit<'_>);
         let wait = Wait {
             busy: &args.busy,
@@ -170,31 +170,42 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     if let Some(line) = line {
         sinks.push(Box::new(LineSink::new(line)));
     }
-    let spec = JobSpec {
-        grace: args.job.run.grace,
-        owned: true,
-        ..JobSpec::new(
-            command_line.clone(),
-            JobMode::Guard,
-            limits,
-            args.job.run.poll,
-        )
-    };
+    let spec = guard_spec(args, &before, &command_line, limits);
     let launch = Launch::Command {
         command,
         terminal: Terminal::foreground(),
     };
-    let peers = super::sinks::pause_order_peers(&spec, &counters);
-    let outcome = match drive::run(&counters, &safety, launch, spec, sinks, peers, &interrupts) {
-        Ok(outcome) => outcome,
+    let peers = headroom_core::jobfile::PeerFiles::for_job(
+        &spec,
+        &headroom_core::paths::Dirs::current(),
+        counters.clone(),
+    );
+    let ran = drive::run(&counters, &safety, launch, spec, sinks, peers, &interrupts);
+    let outcome = match ran {
         Err(DriveError::Spawn(e)) => {
             say(&format!("cannot start {}: {e}", args.command[0]));
             return Ok(exit::status(exit::CANNOT_START));
         }
-        Err(e) => return Err(e.into()),
+        ran => ran?,
     };
-    after_end(&before, &outcome, JobMode::Guard, &args.history);
+    after_end(&before, &outcome, &args.history);
     finished(&outcome, report.as_ref(), args.job.run.json)
+}
+
+/// The job a guard runs: owned (stopped if the guard is interrupted), recorded under the
+/// key `before` has.
+fn guard_spec(args: &GuardArgs, before: &Before, command_line: &str, limits: Limits) -> JobSpec {
+    JobSpec {
+        grace: args.job.run.grace,
+        key: Some(before.key().to_string()),
+        owned: true,
+        ..JobSpec::new(
+            command_line.to_string(),
+            JobMode::Guard,
+            limits,
+            args.job.run.poll,
+        )
+    }
 }
 
 /// The end of a guarded job: the outputs that could not finish, the report, `--json`, the

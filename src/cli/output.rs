@@ -5,10 +5,13 @@ use std::io::Write;
 
 use serde::Serialize;
 
-/// A line on stderr, prefixed; the error when stderr cannot take it (a closed pipe).
+/// A line on stderr, prefixed; the error when stderr cannot take it (a closed pipe). It is
+/// written whole, in one write (stderr is unbuffered: `writeln!` would write the prefix, the
+/// text and the newline apart, and a job's own line written meanwhile on the same terminal
+/// or pipe would land inside ours).
 pub fn write_line(line: &str) -> std::io::Result<()> {
-    let mut err = std::io::stderr().lock();
-    writeln!(err, "headroom: {line}")
+    let whole = format!("headroom: {line}\n");
+    std::io::stderr().lock().write_all(whole.as_bytes())
 }
 
 /// A line on stderr, prefixed (a closed stderr loses it, nothing else).

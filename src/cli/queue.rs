@@ -1,104 +1,19 @@
-//! `guard --wait-fit`'s place in line (`headroom_core::queue` has the rules and the files),
-//! and `headroom queue`: who waits, for what, in which order.
+//! `headroom queue`: who waits, for what, in which order (a guard's place in line is
+//! `line.rs`).
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters, SystemCounters};
-use headroom_core::fit::Room;
+use headroom_core::counters::Counters;
 use headroom_core::paths::Dirs;
-use headroom_core::policy::{Limits, WaitReason};
-use headroom_core::process::ProcessIdentity;
-use headroom_core::queue::line::{places, Line};
+use headroom_core::queue::line::places;
 use headroom_core::queue::Place;
 use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
 use serde::Serialize;
 
 use super::exit;
-use super::history::Before;
-use super::output::{print_json, say};
-
-/// Joins the queue for `guard --wait-fit`. With a prediction the job waits for its need
-/// (the fixed `--wait-free` is then not asked: `limits` is changed so); without one it
-/// waits by `--wait-free`, in line, and says so. `None` (said) when the queue's folder
-/// cannot be used: the guard then waits alone.
-pub fn join(
-    counters: &Counters,
-    before: &Before,
-    command_line: &str,
-    limits: &mut Limits,
-) -> Option<Line> {
-    let need_bytes = before.prediction().map(|p| p.need_bytes);
-    match need_bytes {
-        Some(_) => limits.wait_free_percent = 0.0,
-        None => say(&format!(
-            "no past run of {}: waiting by --wait-free ({}%)",
-            printable(before.key()),
-            limits.wait_free_percent
-        )),
-    }
-    let me = std::process::id();
-    let guard = match ProcessIdentity::of(counters, me) {
-        Ok(guard) => guard,
-        Err(e) => {
-            say(&format!(
-                "warning: not in the queue (own identity: {e}); waiting alone"
-            ));
-            return None;
-        }
-    };
-    let place = Place {
-        guard,
-        ticket: 0,
-        key: before.key().to_string(),
-        command: command_line.to_string(),
-        need_bytes,
-        run_time_ms: before
-            .prediction()
-            .and_then(|p| p.run_time)
-            .and_then(|t| u64::try_from(t.as_millis()).ok()),
-        joined_at_ms: unix_ms(SystemTime::now()),
-        admitted_at_ms: None,
-        used_bytes: 0,
-    };
-    let dirs = Dirs::current();
-    match Line::join(&dirs.queue_dir(), &dirs.jobs_dir(), place, counters) {
-        Ok(line) => Some(line),
-        Err(e) => {
-            say(&format!(
-                "warning: not in the queue ({}: {e}); waiting alone",
-                dirs.queue_dir().display()
-            ));
-            None
-        }
-    }
-}
-
-/// The queue's last word once the start gate says go: the room of this poll's counters
-/// (free less the free floor, of the cgroup's limit where one binds), asked under the
-/// queue's lock. A queue that cannot be read is said once and does not hold the job up.
-pub fn admitter<'a>(
-    line: &'a mut Line,
-    counters: &'a Counters,
-    limits: &Limits,
-) -> impl FnMut(&SystemCounters) -> Result<(), WaitReason> + 'a {
-    let kill_free_percent = limits.kill_free_percent;
-    let mut warned = false;
-    move |system: &SystemCounters| match line.admit(Room::now(system, kill_free_percent), counters)
-    {
-        Ok(decision) => decision,
-        Err(e) => {
-            if !warned {
-                say(&format!(
-                    "warning: the queue cannot be read ({e}); starting by free memory alone"
-                ));
-                warned = true;
-            }
-            Ok(())
-        }
-    }
-}
+use super::output::print_json;
 
 /// `headroom queue`: the guards of `guard --wait-fit`, in turn.
 #[derive(Debug, Args)]
@@ -178,12 +93,4 @@ fn state(place: &Place) -> &'static str {
     } else {
         "running"
     }
-}
-
-/// The waiting guard whose pid is `pid`, if one is in the queue.
-pub fn waiting_guard(counters: &impl CounterSource, pid: u32) -> Option<Place> {
-    let dirs = Dirs::current();
-    places(&dirs.queue_dir(), &dirs.jobs_dir(), counters)
-        .into_iter()
-        .find(|p| p.guard.pid == pid && p.is_waiting())
 }

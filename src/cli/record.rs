@@ -12,6 +12,7 @@ use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::defaults::{self as d, text};
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::process::ProcessIdentity;
+use headroom_core::sampler::recorded::RunRecord;
 use headroom_core::sampler::Sampler;
 use headroom_core::trace::{round_t, Record, TraceWriter};
 use serde_json::{Map, Value};
@@ -66,7 +67,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
 
     let mut meta = start_meta(args);
     if let Ok(system) = counters.read_system() {
-        meta.extend(headroom_core::trace::memory_meta(&system));
+        meta.extend(RunRecord::of_system(&system).meta());
     }
     let sampler = Sampler::start(counters, args.interval).context("starting the sampler")?;
     let samples = sampler.subscribe();

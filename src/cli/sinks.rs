@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context;
 use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::drive::Sink;
 use headroom_core::engine::{words, JobView};
@@ -13,8 +12,9 @@ use headroom_core::jobfile::Publisher;
 use headroom_core::paths::Dirs;
 use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
+use headroom_core::sampler::recorded::RunRecord;
 use headroom_core::sampler::Sample;
-use headroom_core::trace::{memory_meta, round_t, EventRecord, Record, TraceWriter};
+use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
 use headroom_core::units::printable;
 use headroom_core::unix::fifo;
 use serde_json::Map;
@@ -27,12 +27,12 @@ use super::output::write_line;
 pub struct Printer {
     command: String,
     /// The run's prediction: its verdict line says how the run compared.
-    compared: Option<super::history::Compared>,
+    compared: Option<super::runs::Compared>,
 }
 
 impl Printer {
     /// A printer for `command`, whose verdict line compares the run with `compared`.
-    pub fn new(command: &str, compared: Option<super::history::Compared>) -> Self {
+    pub fn new(command: &str, compared: Option<super::runs::Compared>) -> Self {
         Printer {
             command: printable(command).into_owned(),
             compared,
@@ -74,42 +74,60 @@ impl Sink for Printer {
 }
 
 /// The job's JSONL trace: every reading the guard judged (at the user's poll interval, and
-/// faster near the budget, where the guard checks faster), events, and the verdict at the
-/// end. `t` strictly increases.
+/// faster near the budget, where the guard checks faster) with every fact its rules read of
+/// it (`headroom_core::sampler::recorded`), events, and the verdict at the end. `t` strictly
+/// increases.
 #[derive(Debug)]
 pub struct TraceSink {
     path: PathBuf,
     writer: TraceWriter<std::fs::File>,
+    /// The `start` record's interval, its tool and command, and where the run is, written
+    /// once the job has started: with the memory its guard counts from.
+    start: Option<(Duration, Map<String, serde_json::Value>, RunRecord)>,
     last_t: Option<Duration>,
 }
 
 impl TraceSink {
-    /// Creates the trace file and writes its `start` record: done before the job starts, so
-    /// a trace that cannot be written stops nothing. A FIFO must have a reader already
-    /// (else an error at once, never a wait).
+    /// Creates the trace file: done before the job starts, so a trace that cannot be
+    /// written stops nothing. A FIFO must have a reader already (else an error at once,
+    /// never a wait). The `start` record follows when the job has started.
     pub fn create(path: &Path, command: &str, poll: Duration) -> anyhow::Result<Self> {
         let file = fifo::create_for_writing(path)
             .map_err(|e| super::exit::Invalid(format!("--trace {}: {e}", path.display())))?;
-        let mut writer = TraceWriter::new(file);
         let mut meta = Map::new();
         meta.insert("tool".into(), "headroom".into());
         meta.insert("command".into(), command.into());
-        if let Ok(system) = Counters::new().read_system() {
-            meta.extend(memory_meta(&system));
-        }
-        writer
-            .start(SystemTime::now(), poll, meta)
-            .with_context(|| format!("writing {}", path.display()))?;
+        let run = Counters::new()
+            .read_system()
+            .map(|system| RunRecord::of_system(&system))
+            .unwrap_or_default();
         Ok(TraceSink {
             path: path.to_path_buf(),
-            writer,
+            writer: TraceWriter::new(file),
+            start: Some((poll, meta, run)),
             last_t: None,
         })
     }
 
+    /// Writes the `start` record, once: at the job's start, with the memory it started from
+    /// (what its guard counts from) when its view is known.
+    fn write_start(&mut self, view: Option<&JobView>) -> std::io::Result<()> {
+        let Some((poll, mut meta, mut run)) = self.start.take() else {
+            return Ok(());
+        };
+        if let Some(view) = view {
+            run.swap_start_bytes = Some(view.swap_start_bytes);
+            run.free_start_percent = view.free_start_percent;
+            run.in_use_start_bytes = view.in_use_start_bytes;
+        }
+        meta.extend(run.meta());
+        self.writer.start(SystemTime::now(), poll, meta)
+    }
+
     fn write_sample(&mut self, sample: &Sample) -> std::io::Result<()> {
+        self.write_start(None)?;
         let t = sample.since_start;
-        if self.last_t.is_some_and(|last| round_t(t) <= round_t(last)) {
+        if self.last_t.is_some_and(|last| t <= last) {
             return Ok(()); // `t` strictly increases
         }
         if let Some(error) = &sample.error {
@@ -131,6 +149,10 @@ impl Sink for TraceSink {
         format!("the trace {}", self.path.display())
     }
 
+    fn started(&mut self, view: &JobView) -> std::io::Result<()> {
+        self.write_start(Some(view))
+    }
+
     fn sample(&mut self, sample: &Sample, _view: &JobView) -> std::io::Result<()> {
         // Every reading the guard judged, also the faster checks near the budget: the
         // trace's replay then judges the very readings the live guard did.
@@ -138,6 +160,7 @@ impl Sink for TraceSink {
     }
 
     fn event(&mut self, t: Duration, event: &JobEvent, _view: &JobView) -> std::io::Result<()> {
+        self.write_start(None)?;
         if let JobEvent::Finished { verdict } = event {
             let mut meta = Map::new();
             meta.insert("verdict".into(), serde_json::to_value(verdict)?);
@@ -181,7 +204,7 @@ pub fn job_sinks(
     command_line: &str,
     trace: Option<TraceSink>,
     report: Option<super::report::ReportSink>,
-    compared: Option<super::history::Compared>,
+    compared: Option<super::runs::Compared>,
 ) -> Vec<Box<dyn Sink>> {
     let me = std::process::id();
     let guard = ProcessIdentity {
@@ -200,22 +223,4 @@ pub fn job_sinks(
         sinks.push(Box::new(report));
     }
     sinks
-}
-
-/// Other guards' pausable jobs, for a job that pauses at its budget (the pause order: the
-/// youngest pauses first); `None` for any other job.
-pub fn pause_order_peers(
-    spec: &headroom_core::engine::JobSpec,
-    counters: &Counters,
-) -> Option<Box<dyn headroom_core::drive::PeerSource>> {
-    let pausing = spec.mode == headroom_core::engine::JobMode::Guard
-        && spec.limits.on_budget == headroom_core::policy::OnBudget::Pause;
-    pausing.then(|| {
-        let files = headroom_core::jobfile::PeerFiles::new(
-            Dirs::current().jobs_dir(),
-            std::process::id(),
-            counters.clone(),
-        );
-        Box::new(files) as Box<dyn headroom_core::drive::PeerSource>
-    })
 }

@@ -15,8 +15,8 @@ use super::exit;
 use headroom_core::counters::CounterSource;
 use headroom_core::process::ProcessIdentity;
 
-use super::history::{after_end, before_start, HistoryFlags};
 use super::output::print_json;
+use super::runs::{after_end, before_start, HistoryFlags};
 use super::signals::Signals;
 use super::sinks::job_sinks;
 
@@ -77,9 +77,14 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     };
     let spec = JobSpec {
         grace: args.job.run.grace,
+        key: Some(before.key().to_string()),
         ..JobSpec::new(command, mode, args.job.limits(), args.job.run.poll)
     };
-    let peers = super::sinks::pause_order_peers(&spec, &counters);
+    let peers = headroom_core::jobfile::PeerFiles::for_job(
+        &spec,
+        &headroom_core::paths::Dirs::current(),
+        counters.clone(),
+    );
     let outcome = drive::run(
         &counters,
         &safety,
@@ -89,7 +94,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         peers,
         &interrupts,
     )?;
-    after_end(&before, &outcome, mode, &args.history);
+    after_end(&before, &outcome, &args.history);
     let code = match exit::of_end(&outcome.verdict.ended) {
         exit::OK if outcome.verdict.fits => exit::OK,
         exit::OK => exit::DOES_NOT_FIT,

@@ -11,24 +11,25 @@ use std::time::Duration;
 use super::effects::LiveEffects;
 use super::live::{LiveSource, Wake, BACKLOG};
 use super::outputs::{Outputs, Sink};
-use super::peers::{PeerBoard, PeerSource};
 use super::pushes::SessionPushes;
 use super::spawned::launch_job;
+use super::step::{look_due, step};
 use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
 use crate::counters::{CounterSource, Counters};
-use crate::effects::{Control, JobSignal};
+use crate::effects::JobSignal;
 use crate::enforce::{signal_each, stop_members, Safety};
-use crate::engine::{carry_out, Action, Engine, JobSpec, JobStatus, JobView, Moment};
+use crate::engine::{carry_out, Engine, JobSpec, JobStatus, JobView, Moment};
 use crate::marks::{not_here, Answer, MarkServer, Request};
 use crate::members::MemberSet;
 use crate::paths::Dirs;
+use crate::peers::{PeerBoard, PeerSource};
 use crate::policy::Verdict;
 use crate::process::ProcessIdentity;
-use crate::sampler::{InlineSampler, Sample};
+use crate::sampler::InlineSampler;
 use crate::unix::signals::Kernel;
 
-/// The one loop: inputs from `source` to the engine's job `job`, actions through
-/// `effects`, until the job has a verdict.
+/// The one loop: inputs from `source` into the engine ([`step`], as every driver takes
+/// them), actions for job `job` through `effects`, until the job has a verdict.
 pub fn drive(
     engine: &mut Engine,
     job: u64,
@@ -39,7 +40,7 @@ pub fn drive(
     // The job's view, made again in place after each input (no allocation when nothing grew).
     let mut view = JobView::default();
     loop {
-        let (due, aimed) = engine.next_look().unwrap_or((poll, false));
+        let (due, aimed) = look_due(engine, poll);
         source.next_look(view.state == JobStatus::Running, aimed);
         let input = source.next(due);
         if matches!(input, Input::Sample(_)) {
@@ -48,18 +49,18 @@ pub fn drive(
             }
         }
         let now = source.now();
-        let (actions, sample) = take(engine, job, input, now);
+        let stepped = step(engine, Some(job), input, now);
         // The outputs see the job as the actions left it (a pause's event finds it paused).
         let known = engine.view_into(job, &mut view);
         if known {
             effects.view(&view);
         }
-        if !actions.is_empty() {
-            carry_out(engine, effects, actions, now);
+        if !stepped.actions.is_empty() {
+            carry_out(engine, effects, stepped.actions, now);
             engine.view_into(job, &mut view);
         }
         // The sample goes to the outputs after the signals it led to.
-        match sample {
+        match stepped.sample {
             Some(sample) if known => effects.sample(sample, &view),
             _ if known => effects.view(&view),
             _ => {}
@@ -68,73 +69,6 @@ pub fn drive(
             return verdict.clone();
         }
     }
-}
-
-/// One input into the engine; the actions it leads to, and the sample when it was one.
-fn take(engine: &mut Engine, job: u64, input: Input, now: Moment) -> (Vec<Action>, Option<Sample>) {
-    let actions = match input {
-        Input::Sample(sample) => {
-            let actions = engine.on_sample(&sample);
-            return (actions, Some(sample));
-        }
-        Input::Request {
-            peer,
-            control,
-            pid,
-            reply,
-        } => {
-            if engine.job_with_root(pid) != Some(job) {
-                let _ = reply.try_send(Err(not_here(pid)));
-                return (Vec::new(), None);
-            }
-            let answer = match control {
-                Control::Yield => engine.make_room(job, (peer != 0).then_some(peer), now),
-                _ => engine.request(job, control, now),
-            };
-            let _ = reply.try_send(answer.as_ref().map(|_| ()).map_err(ToString::to_string));
-            answer.unwrap_or_default()
-        }
-        Input::Mark { peer, stage, reply } => from_member(engine, job, peer, reply, |e| {
-            let actions = e.mark(job, &stage, now.clock);
-            let full = format!(
-                "the job has {} stages already: no more are recorded",
-                crate::stages::MAX_STAGES
-            );
-            (actions.is_empty().then_some(full), actions)
-        }),
-        Input::Hello { peer, reply } => from_member(engine, job, peer, reply, |_| (None, vec![])),
-        Input::Report { peer, event, reply } => from_member(engine, job, peer, reply, |e| {
-            let actions = e.report(job, event);
-            let ended = actions.is_empty().then(|| "the job has ended".to_string());
-            (ended, actions)
-        }),
-        Input::LeaderExit(exit) => {
-            engine.set_exit(job, exit);
-            Vec::new()
-        }
-        Input::Interrupt { signal, second } => engine.interrupt(job, signal, second, now),
-        Input::Key { key, signal } => engine.key(job, key, signal, now),
-        Input::Ended(ended) => engine.end(job, ended, now),
-    };
-    (actions, None)
-}
-
-/// A request only a live member of the job may make: refused for anyone else; else `act`
-/// says what it does (the actions) and why it was not taken, if it was not.
-fn from_member(
-    engine: &mut Engine,
-    job: u64,
-    peer: u32,
-    reply: super::Reply,
-    act: impl FnOnce(&mut Engine) -> (Option<String>, Vec<Action>),
-) -> Vec<Action> {
-    if engine.job_of(peer) != Some(job) {
-        let _ = reply.try_send(Err(format!("pid {peer} is not a process of this job")));
-        return Vec::new();
-    }
-    let (refused, actions) = act(engine);
-    let _ = reply.try_send(refused.map_or(Ok(()), Err));
-    actions
 }
 
 /// Runs a job on `launch` under `spec` until it ends, is stopped, or the driver is
@@ -155,10 +89,8 @@ pub fn run(
 ) -> Result<Outcome, DriveError> {
     let sampler = InlineSampler::new(counters.clone(), spec.poll);
     let (requests, wakes, pending) = wake_on_signals(interrupts);
-    let swap_start = counters
-        .read_system()
-        .map_err(DriveError::FirstRead)?
-        .swap_used_bytes;
+    let first = counters.read_system().map_err(DriveError::FirstRead)?;
+    let swap_start = first.swap_used_bytes;
     // The job's socket is optional: without it the job is guarded all the same. Its
     // sessions hear the guard's warning (`pushes.rs`).
     let bound = MarkServer::bind(&Dirs::current());
@@ -184,6 +116,8 @@ pub fn run(
         clock: sampler.clock(),
     };
     let job = engine.add(set.clone(), spec, swap_start, now);
+    // What the run takes is measured from the memory it starts with (as the app does).
+    engine.set_start_memory(job, &first);
     let mut sampler = sampler;
     sampler.track(&set);
     let terminal = spawned.as_ref().and_then(|s| s.terminal.clone());
@@ -244,6 +178,7 @@ pub fn run(
         stop,
         tracking,
         unfinished_outputs: unfinished,
+        run: engine.finished_run(job),
     })
 }
 

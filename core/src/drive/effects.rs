@@ -106,7 +106,7 @@ impl Effects for LiveEffects<'_> {
     }
 
     fn make_room(&mut self, _job: u64, peer: &Peer) -> Result<(), String> {
-        super::peers::ask(&self.dirs, peer)
+        crate::peers::ask(&self.dirs, peer)
     }
 }
 

@@ -8,7 +8,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::peers::PeerBoard;
 use super::spawned::{Reaped, Spawned};
 use super::{Input, Interrupts, Reply, Source};
 use crate::counters::{Counters, RunState};
@@ -17,6 +16,7 @@ use crate::enforce::{signal_each, Safety};
 use crate::engine::Moment;
 use crate::marks::Request;
 use crate::members::MemberSet;
+use crate::peers::PeerBoard;
 use crate::policy::order::Peer;
 use crate::process::ProcessIdentity;
 use crate::sampler::InlineSampler;
@@ -96,7 +96,7 @@ impl Source for LiveSource<'_> {
                     request,
                     reply,
                 }) => {
-                    let input = requested(peer, request, reply);
+                    let input = Input::requested(peer, request, reply);
                     // From a member: it may be a process born since the last check, which
                     // only a full check looks for.
                     if matches!(
@@ -131,20 +131,6 @@ impl Source for LiveSource<'_> {
     fn next_look(&mut self, light: bool, aimed: bool) {
         self.sampler.allow_light(light);
         self.aimed = aimed;
-    }
-}
-
-fn requested(peer: u32, request: Request, reply: Reply) -> Input {
-    match request {
-        Request::Mark(stage) => Input::Mark { peer, stage, reply },
-        Request::Hello => Input::Hello { peer, reply },
-        Request::Event(event) => Input::Report { peer, event, reply },
-        Request::Control { control, pid } => Input::Request {
-            peer,
-            control,
-            pid,
-            reply,
-        },
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The loop ([`drive`]) asks a [`Source`] for the next input (a sample when the engine's
 //! next check is due, a request, the leader's exit, an interrupt), feeds it to the engine
-//! and carries out the engine's actions through [`DriverEffects`] with
+//! with [`step`] (the one step the app's ticker and socket take too) and carries out the engine's actions through [`DriverEffects`] with
 //! [`crate::engine::carry_out`]. Two sources exist: the live one (`live.rs`: the counters,
 //! the command, its socket, the driver's signals) and a recorded trace (`replay.rs`: no
 //! processes, no signals; the effects are recorded, not sent). So a replay takes every
@@ -28,10 +28,10 @@
 //! sent on to every member (under `enforce`'s rules), and Ctrl-Z suspends the driver with
 //! the job as before.
 //!
-//! Files: this one holds the types the loop and its parts share; `driver.rs` the loop and
-//! the live driver's set-up; `live.rs` the live source;
+//! Files: this one holds the types the loop and its parts share; `step.rs` the one step
+//! every driver takes (the app's too); `driver.rs` the loop and the live driver's set-up; `live.rs` the live source;
 //! `effects.rs` the live effects (signals under the safety rules, the terminal, outputs);
-//! `outputs.rs` the sink threads; `peers.rs` the other guards' jobs (the pause order); `pushes.rs` the warning pushed to
+//! `outputs.rs` the sink threads; `pushes.rs` the warning pushed to
 //! the job's sessions on its socket; `spawned.rs` the command it starts; `replay.rs` the
 //! recorded source and effects; `wait.rs` waiting for room before the start.
 
@@ -39,17 +39,17 @@ mod driver;
 mod effects;
 mod live;
 mod outputs;
-mod peers;
 mod pushes;
 mod replay;
 mod spawned;
+mod step;
 mod wait;
 
 pub use driver::{drive, run, REPLY_WAIT};
 pub use outputs::{Outputs, SampleGate, Sink, FINISH_WAIT, OUTPUT_BACKLOG};
-pub use peers::{ask, PeerBoard, PeerSource, PEERS_EVERY};
 pub use replay::{replay, Replay};
 pub use spawned::Tracking;
+pub use step::{check_due, look_due, step, Step};
 pub use wait::{wait_for_room, Admit, Waited};
 
 use std::io;
@@ -225,4 +225,7 @@ pub struct Outcome {
     /// Outputs that could not write everything at the end (nobody read them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unfinished_outputs: Vec<String>,
+    /// The run as the run history records it (`crate::store::Store::record_finished`).
+    #[serde(skip)]
+    pub run: Option<crate::engine::FinishedRun>,
 }

@@ -1,8 +1,10 @@
 //! `trace replay`: the driver's loop fed by a recorded trace instead of the live counters.
 //! No process runs and no signal is sent: the job is one stand-in member, "alive" until
-//! the replay's effects stop it, and every action is recorded with its time. The engine,
-//! its adaptive checks and its stop rules are the live guard's own, and a guard's trace holds
-//! every reading it judged, so a replay stops where the live guard did, on the same sample.
+//! the replay's effects stop it (or the trace says none of it lives), and every action is
+//! recorded with its time. The engine, its adaptive checks and its stop rules are the live
+//! guard's own, and a guard's trace holds every reading it judged with every fact the rules
+//! read of it ([`crate::sampler::recorded`] makes the samples back), so a replay stops where
+//! the live guard did, on the same sample, for the same reason.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -11,15 +13,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::{drive, DriverEffects, Input, Source};
-use crate::counters::{PressureLevel, RunState, SystemCounters};
 use crate::effects::{JobSignal, SignalReport};
 use crate::engine::{Effects, Engine, JobSpec, Moment};
-use crate::members::{Member, MemberSet, Members};
+use crate::members::{MemberSet, Members};
 use crate::policy::{EndReason, JobEvent, OnBudget, StopReason, Verdict};
-use crate::process::{ProcessIdentity, TreeMemory};
-use crate::sampler::{Sample, TrackedSample};
+use crate::process::ProcessIdentity;
+use crate::sampler::recorded::RunRecord;
+use crate::sampler::Sample;
 use crate::summary::stage_windows;
-use crate::trace::{SampleRecord, Trace};
+use crate::trace::{duration, SampleRecord, Trace};
 
 /// The stand-in for the job's processes.
 const STAND_IN: ProcessIdentity = ProcessIdentity {
@@ -51,22 +53,17 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     // The clock of the reading being judged, the source's and the recorder's.
     let now = Rc::new(Cell::new(Duration::ZERO));
     let start_at = UNIX_EPOCH + Duration::from_secs(1);
-    let meta_bytes = |name: &str| {
-        trace
-            .start
-            .as_ref()
-            .and_then(|m| m.get(name))
-            .and_then(serde_json::Value::as_u64)
-    };
-    let total_bytes = meta_bytes("total_memory").unwrap_or(0);
-    let usable_bytes = meta_bytes("usable_memory");
+    let run = RunRecord::of(trace);
+    // The memory the live guard started from (read before the job was spawned), where the
+    // trace keeps it; else its first reading's swap.
+    let start = run.start_system();
+    let swap_start = run.swap_start_bytes.unwrap_or(first.swap_used);
     let mut source = TraceSource {
         samples,
         next: 0,
         alive: Rc::clone(&alive),
         start_at,
-        total_bytes,
-        usable_bytes,
+        run,
         now: Rc::clone(&now),
         repeat: None,
     };
@@ -86,9 +83,12 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     let set = MemberSet::new(Members::of_process(STAND_IN));
     let at = Moment {
         at: start_at,
-        clock: Duration::from_secs_f64(first.t.max(0.0)),
+        clock: duration(first.t),
     };
-    let job = engine.add(set, spec, first.swap_used, at);
+    let job = engine.add(set, spec, swap_start, at);
+    if let Some(start) = &start {
+        engine.set_start_memory(job, start);
+    }
     let verdict = drive(&mut engine, job, poll, &mut source, &mut recorder);
     let (stopped_at_seconds, reason) = match recorder.acted {
         Some((t, reason)) => (Some(t), Some(reason)),
@@ -112,8 +112,8 @@ struct TraceSource {
     next: usize,
     alive: Rc<Cell<bool>>,
     start_at: SystemTime,
-    total_bytes: u64,
-    usable_bytes: Option<u64>,
+    /// What the trace's `start` record says of the run.
+    run: RunRecord,
     now: Rc<Cell<Duration>>,
     /// The last reading handed out, and whether it was looked at again after the stand-in
     /// was stopped (the live guard's next check would find it gone at once).
@@ -132,7 +132,7 @@ impl Source for TraceSource {
         let _ = due_in;
         if let Some(record) = self.samples.get(self.next).cloned() {
             self.next += 1;
-            self.now.set(Duration::from_secs_f64(record.t.max(0.0)));
+            self.now.set(duration(record.t));
             self.repeat = Some((record.clone(), false));
             return Input::Sample(self.sample(&record));
         }
@@ -148,65 +148,10 @@ impl Source for TraceSource {
 }
 
 impl TraceSource {
-    fn sample(&mut self, record: &SampleRecord) -> Sample {
-        let alive = self.alive.get();
-        let members = if alive {
-            vec![Member {
-                id: STAND_IN,
-                state: RunState::Running,
-            }]
-        } else {
-            Vec::new()
-        };
-        Sample {
-            aimed: record.aimed,
-            seq: self.next as u64,
-            at: self.start_at + self.now.get(),
-            since_start: self.now.get(),
-            system: Some(SystemCounters {
-                total_bytes: self.total_bytes,
-                free_percent: record.level,
-                usable_bytes: self.usable_bytes,
-                in_use_bytes: record.in_use,
-                pressure: record.pressure.as_deref().and_then(pressure),
-                swap_used_bytes: record.swap_used,
-                swap_total_bytes: record.swap_total.unwrap_or(0),
-                compressed_bytes: record.compressed,
-                wired_bytes: None,
-                app_bytes: None,
-                swapped_in_bytes: 0,
-                swapped_out_bytes: 0,
-                paged_in_bytes: 0,
-                paged_out_bytes: 0,
-                oom_kills: None,
-                cgroup: None,
-                cgroup_note: None,
-            }),
-            tracked: vec![TrackedSample {
-                identity: STAND_IN,
-                memory: alive.then_some(TreeMemory {
-                    pid: STAND_IN.pid,
-                    footprint_bytes: record.footprint,
-                    resident_bytes: record.resident.unwrap_or(record.footprint),
-                    swap_bytes: record.process_swap,
-                    processes: record.processes.unwrap_or(1),
-                }),
-                members,
-                kernel_peak_bytes: None,
-                in_own_cgroup: false,
-                cgroup_oom_kills: None,
-            }],
-            error: None,
-        }
-    }
-}
-
-fn pressure(word: &str) -> Option<PressureLevel> {
-    match word {
-        "normal" => Some(PressureLevel::Normal),
-        "warn" => Some(PressureLevel::Warn),
-        "critical" => Some(PressureLevel::Critical),
-        _ => None,
+    fn sample(&self, record: &SampleRecord) -> Sample {
+        let at = self.start_at + self.now.get();
+        let seq = self.next as u64;
+        self.run.sample(record, seq, at, STAND_IN, self.alive.get())
     }
 }
 

@@ -293,19 +293,9 @@ impl Job {
             self.seen.clone_from(&tracked.members);
             self.ever.extend(tracked.members.iter().map(|m| m.id));
         }
-        let obs = sample.system.as_ref().map(|system| {
+        let obs = sample.system.as_ref().and_then(|_| {
             let since = *self.started_since.get_or_insert(sample.since_start);
-            Observation {
-                footprint_bytes: tracked.and_then(|t| t.memory.map(|m| m.footprint_bytes)),
-                // A job in a cgroup of its own is judged by its own OOM count, exactly (the
-                // host's counts everyone's; never the two mixed across readings).
-                oom_kills: match tracked {
-                    Some(t) if t.in_own_cgroup => t.cgroup_oom_kills,
-                    _ => system.oom_kills,
-                },
-                kernel_peak_bytes: tracked.and_then(|t| t.kernel_peak_bytes),
-                ..Observation::of_system(sample.since_start.saturating_sub(since), system)
-            }
+            sample.observation(self.root, sample.since_start.saturating_sub(since))
         });
         if let Some(obs) = &obs {
             self.last = Some(*obs);

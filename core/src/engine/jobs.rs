@@ -7,11 +7,11 @@ use std::time::{Duration, SystemTime};
 
 use super::job::{Calm, Job, Phase};
 use super::phase::PausePhase;
-use super::records::{FinishedJob, RunStart, SavedJob};
+use super::records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
 use crate::counters::SystemCounters;
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
-use crate::members::MemberSet;
+use crate::members::{Member, MemberSet};
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::process::ProcessIdentity;
@@ -315,6 +315,16 @@ impl Engine {
             .map(|j| j.id)
     }
 
+    /// A complete, fresh look at running job `id`'s members, taken outside a sample (the
+    /// app's socket, for a sender born since the last one): [`Engine::job_of`] knows them
+    /// from now on, as it would after the next sample.
+    pub fn looked(&mut self, id: u64, members: Vec<Member>) {
+        if let Some(job) = self.running_mut(id) {
+            job.ever.extend(members.iter().map(|m| m.id));
+            job.seen = members;
+        }
+    }
+
     /// The job not yet ended whose root is `pid` (the app's socket, `headroom pause PID`).
     pub fn job_with_root(&self, pid: u32) -> Option<u64> {
         self.jobs
@@ -440,16 +450,20 @@ impl Engine {
         self.job(id)?.stop_report.as_ref()
     }
 
-    /// The record of a job that has ended (for the store), or `None` while it runs.
-    pub fn finished_record(&self, id: u64) -> Option<FinishedJob> {
+    /// Job `id`'s run as the run history records it, once it has ended.
+    pub fn finished_run(&self, id: u64) -> Option<FinishedRun> {
         let job = self.job(id)?;
-        Some(FinishedJob {
+        let finished = FinishedJob {
             identity: job.root,
             command: job.spec.command.clone(),
             mode: job.spec.mode,
             started_at_ms: unix_ms(job.started_at),
             ended_at_ms: unix_ms(job.ended_at?),
             verdict: job.verdict.clone()?,
+        };
+        Some(FinishedRun {
+            job: finished,
+            start: self.run_start(id)?,
         })
     }
 
@@ -603,6 +617,8 @@ fn view_into(j: &Job, v: &mut JobView) {
     v.mode = j.spec.mode;
     v.state = j.status();
     v.swap_start_bytes = j.ledger.swap_start_bytes();
+    v.free_start_percent = j.ledger.free_start_percent();
+    v.in_use_start_bytes = j.ledger.in_use_start_bytes();
     v.swap_growth_bytes = j.growth_bytes;
     v.swap_budget_bytes =
         (j.spec.mode == JobMode::Guard).then_some(j.spec.limits.swap_budget_bytes);

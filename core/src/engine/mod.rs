@@ -33,7 +33,7 @@ pub mod words;
 pub use execute::{carry_out, Effects};
 pub use jobs::{Engine, RequestError};
 pub use phase::PAUSE_SETTLE;
-pub use records::{FinishedJob, RunStart, SavedJob};
+pub use records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 
 use std::time::{Duration, SystemTime};
 
@@ -192,6 +192,12 @@ pub struct JobView {
     pub state: JobStatus,
     /// Swap in use when it started.
     pub swap_start_bytes: u64,
+    /// Free memory when it started, percent, where known: what its run is measured from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_start_percent: Option<f64>,
+    /// Memory in use (page counts) when it started, where the OS counts it (macOS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_use_start_bytes: Option<u64>,
     /// Swap growth since the job was picked.
     pub swap_growth_bytes: u64,
     /// The budget (guards only).

@@ -24,6 +24,17 @@ pub struct FinishedJob {
     pub verdict: Verdict,
 }
 
+/// A finished run as the run history records it, the same for every driver (the terminal's
+/// guard and watch, the app): the job with its verdict, and how its run started (its key,
+/// the memory at its start). `crate::store::Store::record_finished` writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedRun {
+    /// The job and its verdict.
+    pub job: FinishedJob,
+    /// Its key and the memory it started with.
+    pub start: RunStart,
+}
+
 /// What the run history keeps of a job beyond its verdict, as the engine knows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStart {

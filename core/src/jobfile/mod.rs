@@ -30,8 +30,9 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::counters::{CounterSource, JobCgroup};
-use crate::engine::{JobMode, JobStatus, JobView, FINISHED_KEEP};
-use crate::paths::write_atomic;
+use crate::engine::{JobMode, JobSpec, JobStatus, JobView, FINISHED_KEEP};
+use crate::paths::{write_atomic, Dirs};
+use crate::peers::PeerSource;
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::{OnBudget, Verdict};
 use crate::process::ProcessIdentity;
@@ -378,7 +379,18 @@ pub struct PeerFiles<C> {
     counters: C,
 }
 
-impl<C: CounterSource> PeerFiles<C> {
+impl<C: CounterSource + 'static> PeerFiles<C> {
+    /// Where the peers of a job run under `spec` are listed, when it takes part in the
+    /// pause order (a guard that pauses at its budget): the job files in `dirs`, this
+    /// process's own left out.
+    pub fn for_job(spec: &JobSpec, dirs: &Dirs, counters: C) -> Option<Box<dyn PeerSource>> {
+        let pausing = spec.mode == JobMode::Guard && spec.limits.on_budget == OnBudget::Pause;
+        pausing.then(|| {
+            let files = PeerFiles::new(dirs.jobs_dir(), std::process::id(), counters);
+            Box::new(files) as Box<dyn PeerSource>
+        })
+    }
+
     /// The job files in `dir`, read for guard `own_pid` (processes checked with `counters`).
     pub fn new(dir: PathBuf, own_pid: u32, counters: C) -> Self {
         PeerFiles {
@@ -389,7 +401,7 @@ impl<C: CounterSource> PeerFiles<C> {
     }
 }
 
-impl<C: CounterSource> crate::drive::PeerSource for PeerFiles<C> {
+impl<C: CounterSource> PeerSource for PeerFiles<C> {
     fn peers(&mut self) -> Vec<Peer> {
         JobFile::list(&self.dir, &self.counters)
             .iter()

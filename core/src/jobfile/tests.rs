@@ -63,6 +63,8 @@ fn guarded_view(id: u64, pid: u32, state: JobStatus) -> crate::engine::JobView {
         mode: crate::engine::JobMode::Guard,
         state,
         swap_start_bytes: 0,
+        free_start_percent: None,
+        in_use_start_bytes: None,
         swap_growth_bytes: 0,
         swap_budget_bytes: Some(8 << 30),
         peak_footprint_bytes: None,

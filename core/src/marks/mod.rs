@@ -68,7 +68,7 @@ mod wire;
 
 pub use session::{Push, Sessions, MAX_SESSIONS};
 pub use wire::{check_stage, Answer, MarkLine, Request, LINE_DEADLINE, PROTOCOL_VERSION};
-use wire::{parse_line, write_answer, Line, MAX_LINE_BYTES};
+use wire::{parse_from, trusted, write_answer, Line, MAX_LINE_BYTES};
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -299,6 +299,19 @@ fn read_line(mut stream: &UnixStream) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
+/// True when the client of `stream` has closed it after sending its one-request line (it
+/// waits for the answer with nothing more to send: a read finds nothing now while it is
+/// there, the end of the stream once it is gone).
+fn client_gone(stream: &UnixStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    let gone = matches!(io::Read::read(&mut &*stream, &mut byte), Ok(0));
+    let _ = stream.set_nonblocking(false);
+    gone
+}
+
 /// Reads one line from `stream`, takes it (`take`: false when the connection was closed
 /// to make room before its line was read: it is then dropped, not carried out), checks it
 /// and its sender, answers; a hello begins a session (`session.rs`), which is served here
@@ -326,6 +339,11 @@ fn answer(
             leave();
             return session::begin(stream, pid, uid, accept, sessions);
         }
+        // A control client that gave up waiting (a server slow to accept, under a flood or
+        // on a loaded machine) has closed its end and told its user the request failed: the
+        // request is dropped, never carried out behind the user's back. (`headroom
+        // pause|resume|stop` keeps its end open until the answer.)
+        Ok(Request::Control { .. }) if client_gone(&stream) => return Ok(()),
         Ok(request) => accept(pid, request),
         Err(why) => Answer::Refused(why),
     };
@@ -426,23 +444,6 @@ pub fn sockets(dirs: &Dirs) -> Result<Vec<PathBuf>, MarkError> {
     Ok(out)
 }
 
-/// True for a peer whose requests (or answers) are taken: our own user, or root.
-fn trusted(uid: u32) -> bool {
-    uid == current_uid() || uid == 0
-}
-
-/// Parses a line sent by a peer of `uid`: a control request is refused unless that peer is
-/// [`trusted`] (marks and events are checked against the job's members instead).
-fn parse_from(line: Vec<u8>, uid: u32) -> Result<Request, String> {
-    match parse_line(line)? {
-        Request::Control { .. } if !trusted(uid) => Err(format!(
-            "uid {uid} may not control the jobs of uid {}",
-            current_uid()
-        )),
-        request => Ok(request),
-    }
-}
-
 fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
     let io_err = |source| MarkError::Io {
         path: path.to_path_buf(),
@@ -487,6 +488,21 @@ fn send_line(path: &Path, request: &Line) -> Result<Sent, MarkError> {
 mod tests {
     use super::*;
     use std::sync::mpsc;
+
+    #[test]
+    fn a_control_client_that_gave_up_is_seen_gone() {
+        // The server has read the one line; the client either waits for the answer (open,
+        // nothing more to read) or gave up and closed its end.
+        let (server, client) = UnixStream::pair().unwrap();
+        (&client)
+            .write_all(b"{\"control\":\"pause\",\"pid\":1}\n")
+            .unwrap();
+        assert_eq!(read_line(&server).unwrap().unwrap().len(), 28);
+        assert!(!client_gone(&server), "a waiting client is there");
+        // The check leaves the stream blocking, as the answer's write expects.
+        drop(client);
+        assert!(client_gone(&server), "a client that closed is gone");
+    }
 
     #[test]
     fn names_are_checked() {

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::parse_from;
-use super::wire::{write_answer, Answer, Request, LINE_DEADLINE, MAX_LINE_BYTES, PROTOCOL_VERSION};
+use super::wire::{
+    parse_from, write_answer, Answer, Request, LINE_DEADLINE, MAX_LINE_BYTES, PROTOCOL_VERSION,
+};
 use crate::unix::peer::peer_pid;
 
 /// Sessions open at once at most; a new one closes the oldest.

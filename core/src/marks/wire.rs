@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::effects::Control;
 use crate::stages::Reported;
+use crate::unix::signals::current_uid;
 
 /// The newest protocol version this server speaks (see the module docs).
 pub const PROTOCOL_VERSION: u32 = 2;
@@ -91,6 +92,23 @@ pub(super) fn parse_line(mut line: Vec<u8>) -> Result<Request, String> {
             "protocol version {hello} has no hello: send {{\"hello\":{PROTOCOL_VERSION}}}"
         )),
         Line::Event { event } => event.check().map(Request::Event),
+    }
+}
+
+/// True for a peer whose requests (or answers) are taken: our own user, or root.
+pub(super) fn trusted(uid: u32) -> bool {
+    uid == current_uid() || uid == 0
+}
+
+/// Parses a line sent by a peer of `uid`: a control request is refused unless that peer is
+/// [`trusted`] (marks and events are checked against the job's members instead).
+pub(super) fn parse_from(line: Vec<u8>, uid: u32) -> Result<Request, String> {
+    match parse_line(line)? {
+        Request::Control { .. } if !trusted(uid) => Err(format!(
+            "uid {uid} may not control the jobs of uid {}",
+            current_uid()
+        )),
+        request => Ok(request),
     }
 }
 

@@ -23,7 +23,7 @@
 //!
 //! Every folder is private (0700) and ours, from the first folder of its path that Headroom
 //! makes or reuses down: [`Dirs::make_private`] makes or checks it step by step by descriptor
-//! ([`private`]), so one another user made first (in a shared `/tmp`), or a link planted in
+//! (`private.rs`), so one another user made first (in a shared `/tmp`), or a link planted in
 //! the path, is refused with an error naming it, never used. Writers of files create what
 //! they need ([`write_atomic`] does).
 
@@ -159,7 +159,7 @@ impl Dirs {
     }
 
     /// `dir` (one of these folders, or a folder in one) made private, or checked to be, from
-    /// the first folder of its path that Headroom makes or reuses down (see [`private`]): a
+    /// the first folder of its path that Headroom makes or reuses down (see `private.rs`): a
     /// folder of another user, or a link, on the way is an error that names it.
     pub fn make_private(&self, dir: &Path) -> io::Result<PrivateDir> {
         private::walk(self.anchor_of(dir), dir, Missing::Make)?.ok_or_else(|| {

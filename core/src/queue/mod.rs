@@ -81,7 +81,7 @@ impl Place {
 /// The memory of the moment, as admission reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Memory {
-    /// The room now and the free floor ([`Room::now`]).
+    /// The room now and the free floor ([`Room::for_guard`]).
     pub room: Room,
     /// Now, ms since the Unix epoch.
     pub now_ms: i64,

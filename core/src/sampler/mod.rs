@@ -17,12 +17,12 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 mod inline;
+pub mod recorded;
 pub use inline::InlineSampler;
 
 use crate::counters::{CounterSource, Counters, Result, SystemCounters};
 use crate::members::{Member, MemberSet};
 use crate::process::{ProcessIdentity, TreeMemory};
-use crate::trace::{round_t, SampleRecord};
 
 /// How many samples a slow subscriber may fall behind before it misses some.
 const SUBSCRIBER_BACKLOG: usize = 256;
@@ -71,37 +71,6 @@ pub struct TrackedSample {
     /// OOM kills in its own cgroup at this tick (`None` when unread).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroup_oom_kills: Option<u64>,
-}
-
-impl Sample {
-    /// This sample as a trace `sample` line (`footprint` = sum over the tracked trees, 0
-    /// without any), or `None` when the system read failed.
-    pub fn to_trace_record(&self) -> Option<SampleRecord> {
-        let system = self.system.as_ref()?;
-        let trees: Vec<&TreeMemory> = self
-            .tracked
-            .iter()
-            .filter_map(|t| t.memory.as_ref())
-            .collect();
-        let has_trees = !trees.is_empty();
-        Some(SampleRecord {
-            t: round_t(self.since_start),
-            footprint: trees.iter().map(|m| m.footprint_bytes).sum(),
-            swap_used: system.swap_used_bytes,
-            level: (system.free_percent * 100.0).round() / 100.0,
-            swap_total: Some(system.swap_total_bytes),
-            compressed: system.compressed_bytes,
-            in_use: system.in_use_bytes,
-            pressure: system.pressure.map(|p| p.as_str().to_string()),
-            resident: has_trees.then(|| trees.iter().map(|m| m.resident_bytes).sum()),
-            process_swap: trees
-                .iter()
-                .filter_map(|m| m.swap_bytes)
-                .reduce(|a, b| a + b),
-            processes: has_trees.then(|| trees.iter().map(|m| m.processes).sum()),
-            aimed: self.aimed,
-        })
-    }
 }
 
 /// Remembers the last error so each run of failures is reported once.
@@ -419,6 +388,9 @@ fn publish(shared: &Shared, sample: &Arc<Sample>) {
             Err(TrySendError::Disconnected(_)) => false,
         });
 }
+
+#[cfg(test)]
+mod recorded_tests;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{Store, StoreError};
 use crate::counters::SystemCounters;
-use crate::engine::FinishedJob;
+use crate::engine::{FinishedJob, FinishedRun};
 use crate::fit::{need_of, predict, PastRun, Prediction, Taken};
 
 /// Runs a prediction reads at most (the newest).
@@ -126,7 +126,24 @@ fn label_of(verdict_json: &str) -> String {
 }
 
 impl Store {
-    /// Records a finished job with what is known of its run; returns its id.
+    /// Records a finished run of any driver's (the terminal's guard and watch, the app):
+    /// its key and start from the engine, on this machine (`machine`: its memory as read by
+    /// the caller), run in `cwd` when known. Returns its id.
+    pub fn record_finished(
+        &mut self,
+        run: &FinishedRun,
+        machine: Option<&SystemCounters>,
+        cwd: Option<String>,
+    ) -> Result<i64, StoreError> {
+        let context = RunContext {
+            cwd,
+            ..RunContext::here(run.start.key.clone(), machine, run.start.free_start_percent)
+        };
+        self.record_run(&run.job, &context)
+    }
+
+    /// Records a finished job with what is known of its run (an imported trace's, a
+    /// driver's through [`Store::record_finished`]); returns its id.
     pub fn record_run(&mut self, job: &FinishedJob, run: &RunContext) -> Result<i64, StoreError> {
         let verdict_json = serde_json::to_string(&job.verdict)?;
         let (need, lower_bound) = need_of(&job.verdict, run.taken);

@@ -50,10 +50,10 @@ pub struct UiFitOf {
     past_verdicts: Vec<String>,
 }
 
-/// The room now, from the latest sample and the settings' free floor.
+/// The room now, from the latest sample, above the free floor a guard of the settings keeps.
 fn room_now(state: &AppState) -> Option<Room> {
-    let floor_percent = lock(&state.settings).default_kill_free_percent;
-    lock(&state.monitor).room(floor_percent)
+    let limits = lock(&state.settings).limits();
+    lock(&state.monitor).room(&limits)
 }
 
 fn ui_fit(key: &str, p: &Prediction, last_verdict: &str, room: Room) -> UiFit {

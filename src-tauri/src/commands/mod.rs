@@ -115,7 +115,7 @@ pub fn set_settings(
     // Only the spacing of the checks changes: the sampler's clock and the jobs go on. The
     // settings are in place first: `retune` reads the interval from them.
     lock(&state.monitor).jobs.set_poll(interval);
-    crate::ticker::retune(&state);
+    crate::jobs::retune(&state);
     if !launch_at_login {
         crate::autostart::apply(&app, false)?;
     }

@@ -1,7 +1,9 @@
-//! The other guards' pausable jobs on this machine, for the pause order
-//! ([`crate::policy::order`]): read from a [`PeerSource`] (their job files, given by the
-//! caller) at most every [`PEERS_EVERY`]; and the ask to one of them to pause in this job's
-//! place, over that guard's socket ([`crate::marks`], `yield`).
+//! Other guards' jobs ("peers") on this machine, for the pause order
+//! ([`crate::policy::order`] has its rules), in one place for every driver: where peers are
+//! listed ([`PeerSource`]; `crate::jobfile::PeerFiles` reads their job files and says which
+//! jobs take part, `PeerFiles::for_job`), a [`PeerBoard`] that reads them at most every [`PEERS_EVERY`] (a guard's driver,
+//! the app's ticker), and the ask to one of them to pause in this job's place, over that
+//! guard's socket ([`ask`]: [`crate::marks`], `yield`).
 
 use std::time::{Duration, Instant};
 
@@ -14,8 +16,8 @@ use crate::policy::order::{Peer, PeerAt};
 /// written at once when its job pauses or resumes).
 pub const PEERS_EVERY: Duration = Duration::from_millis(500);
 
-/// Where other guards' pausable jobs are listed ([`crate::jobfile::PeerFiles`] reads
-/// their job files).
+/// Where other guards' pausable jobs are listed (`crate::jobfile::PeerFiles` reads their
+/// job files).
 pub trait PeerSource {
     /// Other guards' pausable jobs now, this guard's own left out.
     fn peers(&mut self) -> Vec<Peer>;

@@ -1,0 +1,276 @@
+//! A reading as a trace keeps it, and back: the one place a [`Sample`] becomes a trace's
+//! `sample` line (and the run's facts its `start` record), and a recorded line becomes a
+//! [`Sample`] again for `trace replay`.
+//!
+//! Lossless for everything the guard's rules read of a reading ([`Sample::observation`]):
+//! the time to the nanosecond, swap in use, free memory as read (`level`), compressed memory,
+//! memory in use, the memory limit that binds, the host's OOM count, and of the job: its
+//! footprint (or that none of it lives), its kernel peak, whether it has a cgroup of its own
+//! and that cgroup's OOM count; of the run, the memory it started from (the `start`
+//! record's `swap_start`, `free_start`, `in_use_start`: [`RunRecord`]).
+//! What the rules never read (the host's numbers beside a cgroup's, cumulative page counts)
+//! is not recorded and comes back as 0 or unknown. stageload's traces have only `t`,
+//! `footprint`, `swap_used` and `level`: the rest is unknown, and the job lives throughout.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Map, Value};
+
+use super::{Sample, TrackedSample};
+use crate::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
+use crate::members::Member;
+use crate::policy::Observation;
+use crate::process::{ProcessIdentity, TreeMemory};
+use crate::trace::{duration, seconds, SampleRecord, Trace};
+
+impl Sample {
+    /// What the guard's rules read of this sample for the job named by `root`, `t` into its
+    /// run; `None` when the system read failed. The machine's reading with the job's own: its
+    /// footprint, its kernel peak, and for a job in a memory cgroup of its own that cgroup's
+    /// OOM count (exact), never the host's (everyone's): the two are never mixed across
+    /// readings.
+    pub fn observation(&self, root: ProcessIdentity, t: Duration) -> Option<Observation> {
+        let system = self.system.as_ref()?;
+        let tracked = self.tracked.iter().find(|tr| tr.identity == root);
+        Some(Observation {
+            footprint_bytes: tracked.and_then(|tr| tr.memory.map(|m| m.footprint_bytes)),
+            oom_kills: match tracked {
+                Some(tr) if tr.in_own_cgroup => tr.cgroup_oom_kills,
+                _ => system.oom_kills,
+            },
+            kernel_peak_bytes: tracked.and_then(|tr| tr.kernel_peak_bytes),
+            ..Observation::of_system(t, system)
+        })
+    }
+
+    /// This sample as a trace `sample` line, or `None` when the system read failed. The
+    /// job's figures are summed over the tracked trees (`headroom record` may trace several;
+    /// a job has one): `footprint` 0 and no `processes` when nothing is tracked, `processes`
+    /// 0 once no tracked process lives.
+    pub fn to_trace_record(&self) -> Option<SampleRecord> {
+        let system = self.system.as_ref()?;
+        let trees: Vec<&TreeMemory> = self
+            .tracked
+            .iter()
+            .filter_map(|t| t.memory.as_ref())
+            .collect();
+        let has_trees = !trees.is_empty();
+        let sum = |f: fn(&TrackedSample) -> Option<u64>| {
+            self.tracked.iter().filter_map(f).reduce(|a, b| a + b)
+        };
+        Some(SampleRecord {
+            t: seconds(self.since_start),
+            footprint: trees.iter().map(|m| m.footprint_bytes).sum(),
+            swap_used: system.swap_used_bytes,
+            level: system.free_percent,
+            swap_total: Some(system.swap_total_bytes),
+            compressed: system.compressed_bytes,
+            in_use: system.in_use_bytes,
+            pressure: system.pressure.map(|p| p.as_str().to_string()),
+            resident: has_trees.then(|| trees.iter().map(|m| m.resident_bytes).sum()),
+            process_swap: trees
+                .iter()
+                .filter_map(|m| m.swap_bytes)
+                .reduce(|a, b| a + b),
+            processes: (!self.tracked.is_empty()).then(|| trees.iter().map(|m| m.processes).sum()),
+            memory_limit: system.cgroup.as_ref().map(|c| c.limit_bytes),
+            oom_kills: system.oom_kills,
+            own_cgroup: !self.tracked.is_empty() && self.tracked.iter().all(|t| t.in_own_cgroup),
+            job_oom_kills: sum(|t| t.cgroup_oom_kills),
+            kernel_peak: sum(|t| t.kernel_peak_bytes),
+            aimed: self.aimed,
+        })
+    }
+}
+
+/// What a trace's `start` record says of the run: where it ran, and the memory its job
+/// started with (a guard's trace: what its rules count from). Written by [`RunRecord::meta`],
+/// read back by [`RunRecord::of`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunRecord {
+    /// What free memory is a share of (`total_memory`: the host's, or the limit's), bytes.
+    pub total_bytes: u64,
+    /// The memory the kernel hands out, where less (`usable_memory`, macOS), bytes.
+    pub usable_bytes: Option<u64>,
+    /// The cgroup whose limit binds (`cgroup`, with `memory_scope` `cgroup`), as
+    /// `/proc/self/cgroup` names it.
+    pub cgroup: Option<String>,
+    /// The host's memory beside the limit (`host_total_memory`), bytes.
+    pub host_total_bytes: Option<u64>,
+    /// Why the cgroup could not be read (`cgroup_note`; the numbers are then the host's).
+    pub cgroup_note: Option<String>,
+    /// Swap in use when the job started (`swap_start`), bytes.
+    pub swap_start_bytes: Option<u64>,
+    /// Free memory when the job started (`free_start`), percent.
+    pub free_start_percent: Option<f64>,
+    /// Memory in use (page counts) when the job started (`in_use_start`), bytes.
+    pub in_use_start_bytes: Option<u64>,
+}
+
+impl RunRecord {
+    /// Where a run on `system` ran (its start memory is the caller's to add): what free
+    /// memory is a share of (the host's, or the memory cgroup's limit where one binds), the
+    /// usable memory where less, under a limit the cgroup and the host's memory, and why the
+    /// cgroup could not be read when it could not.
+    pub fn of_system(system: &SystemCounters) -> Self {
+        RunRecord {
+            total_bytes: system.total_bytes,
+            usable_bytes: system.usable_bytes,
+            cgroup: system.cgroup.as_ref().map(|c| c.limit_path.clone()),
+            host_total_bytes: system.cgroup.as_ref().map(|c| c.host_total_bytes),
+            cgroup_note: system.cgroup_note.clone(),
+            ..RunRecord::default()
+        }
+    }
+
+    /// The `start` record's fields: `total_memory`, `usable_memory`, `memory_scope` (`host`
+    /// or `cgroup`), `cgroup`, `host_total_memory`, `cgroup_note`, `swap_start`, `free_start`,
+    /// `in_use_start`, each where known (no `total_memory` nor `memory_scope` when the
+    /// memory could not be read).
+    pub fn meta(&self) -> Map<String, Value> {
+        let known = self.total_bytes > 0;
+        let scope = if self.cgroup.is_some() {
+            "cgroup"
+        } else {
+            "host"
+        };
+        [
+            ("total_memory", known.then(|| self.total_bytes.into())),
+            ("usable_memory", self.usable_bytes.map(Value::from)),
+            ("memory_scope", known.then(|| scope.into())),
+            ("cgroup", self.cgroup.clone().map(Value::from)),
+            ("host_total_memory", self.host_total_bytes.map(Value::from)),
+            ("cgroup_note", self.cgroup_note.clone().map(Value::from)),
+            ("swap_start", self.swap_start_bytes.map(Value::from)),
+            ("free_start", self.free_start_percent.map(Value::from)),
+            ("in_use_start", self.in_use_start_bytes.map(Value::from)),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name.to_string(), value?)))
+        .collect()
+    }
+
+    /// What `trace`'s `start` record says (all unknown without one).
+    pub fn of(trace: &Trace) -> Self {
+        let field = |name: &str| trace.start.as_ref().and_then(|m| m.get(name));
+        let bytes = |name: &str| field(name).and_then(Value::as_u64);
+        let text = |name: &str| field(name).and_then(Value::as_str).map(str::to_string);
+        RunRecord {
+            total_bytes: bytes("total_memory").unwrap_or(0),
+            usable_bytes: bytes("usable_memory"),
+            cgroup: text("cgroup"),
+            host_total_bytes: bytes("host_total_memory"),
+            cgroup_note: text("cgroup_note"),
+            swap_start_bytes: bytes("swap_start"),
+            free_start_percent: field("free_start").and_then(Value::as_f64),
+            in_use_start_bytes: bytes("in_use_start"),
+        }
+    }
+
+    /// The reading the job started from, as its guard read it just before the start (the
+    /// swap its growth counts from, free memory and memory in use then), where the trace
+    /// keeps it.
+    pub fn start_system(&self) -> Option<SystemCounters> {
+        Some(SystemCounters {
+            total_bytes: self.total_bytes,
+            usable_bytes: self.usable_bytes,
+            swap_used_bytes: self.swap_start_bytes?,
+            free_percent: self.free_start_percent?,
+            in_use_bytes: self.in_use_start_bytes,
+            ..SystemCounters::default()
+        })
+    }
+
+    /// `record` made back into the sample its guard judged, for the job named by `job`
+    /// (one tree: the trace's sums), read at `at` (the wall clock is not recorded). Its
+    /// member lives while `alive` (a replay's stand-in, until a stop) and the record says a
+    /// process of it did.
+    pub fn sample(
+        &self,
+        record: &SampleRecord,
+        seq: u64,
+        at: SystemTime,
+        job: ProcessIdentity,
+        alive: bool,
+    ) -> Sample {
+        let lives = alive && record.processes != Some(0);
+        let system = SystemCounters {
+            total_bytes: self.total_bytes,
+            free_percent: record.level,
+            usable_bytes: self.usable_bytes,
+            in_use_bytes: record.in_use,
+            pressure: record.pressure.as_deref().and_then(pressure),
+            swap_used_bytes: record.swap_used,
+            swap_total_bytes: record.swap_total.unwrap_or(0),
+            compressed_bytes: record.compressed,
+            oom_kills: record.oom_kills,
+            cgroup: record.memory_limit.map(|limit| self.cgroup(limit, record)),
+            ..SystemCounters::default()
+        };
+        Sample {
+            aimed: record.aimed,
+            seq,
+            at,
+            since_start: duration(record.t),
+            system: Some(system),
+            tracked: vec![TrackedSample {
+                identity: job,
+                memory: lives.then_some(TreeMemory {
+                    pid: job.pid,
+                    footprint_bytes: record.footprint,
+                    resident_bytes: record.resident.unwrap_or(record.footprint),
+                    swap_bytes: record.process_swap,
+                    processes: record.processes.unwrap_or(1),
+                }),
+                members: if lives {
+                    vec![Member {
+                        id: job,
+                        state: RunState::Running,
+                    }]
+                } else {
+                    Vec::new()
+                },
+                kernel_peak_bytes: record.kernel_peak,
+                in_own_cgroup: record.own_cgroup,
+                cgroup_oom_kills: record.job_oom_kills,
+            }],
+            error: None,
+        }
+    }
+
+    /// The limit that bound, as far as the trace keeps it: the rules read its size; its
+    /// cgroup is the `start` record's, the room under it `level`; the rest is not recorded.
+    fn cgroup(&self, limit_bytes: u64, record: &SampleRecord) -> Box<CgroupMemory> {
+        let path = self.cgroup.clone().unwrap_or_default();
+        Box::new(CgroupMemory {
+            version: 0,
+            path: path.clone(),
+            limit_path: path,
+            limit_file: String::new(),
+            limit_bytes,
+            used_bytes: limit_bytes
+                .saturating_sub(crate::units::percent_of_bytes(record.level, limit_bytes)),
+            reclaimable_bytes: 0,
+            swap_used_bytes: None,
+            swap_limit_bytes: None,
+            oom_kills: None,
+            peak_bytes: None,
+            host_total_bytes: self.host_total_bytes.unwrap_or(0),
+            host_free_percent: 0.0,
+            host_swap_used_bytes: 0,
+            pressure: None,
+            host_pressure: None,
+        })
+    }
+}
+
+/// The pressure level a trace's word names.
+fn pressure(word: &str) -> Option<PressureLevel> {
+    [
+        PressureLevel::Normal,
+        PressureLevel::Warn,
+        PressureLevel::Critical,
+    ]
+    .into_iter()
+    .find(|p| p.as_str() == word)
+}
