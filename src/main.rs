@@ -3,6 +3,9 @@
 //! The command-line tool beside the menu-bar app. It judges memory by swap growth and system
 //! free memory, not by a process's footprint. See `headroom --help`.
 
+// The OS is called through headroom-os only (ARCHITECTURE.md).
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use std::process::ExitCode;

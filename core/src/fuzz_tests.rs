@@ -1,16 +1,16 @@
-//! Property tests of the parsers of outside data that live outside the OS readers: sizes,
-//! durations, percentages, trace files (ours and stageload's). Whatever the input, they
+//! Property tests of the parsers of outside data above the OS layer: trace files (ours and
+//! stageload's). Whatever the input, they
 //! return a value or an error, never panic. Cases per property: `HEADROOM_FUZZ_CASES` (200
-//! by default; `scripts/fuzz-parsers` runs a million inputs in all). The `/proc` readers are
-//! fuzzed in `counters/linux/tests.rs`, settings files in `settings/tests.rs`, command-line
-//! flags in the CLI's own tests.
+//! by default; `scripts/fuzz-parsers` runs a million inputs in all). Sizes, durations and
+//! percentages are fuzzed in headroom-os (`fuzz_tests.rs`), the `/proc` readers in its
+//! `counters/linux/tests.rs`, settings files in `settings/tests.rs`, command-line flags in
+//! the CLI's own tests.
 
 use std::path::Path;
 
 use proptest::prelude::*;
 
 use crate::trace::parse_trace;
-use crate::units::{format_bytes, parse_bytes, parse_duration, parse_percent};
 
 /// The property tests' configuration: [`crate::testdata::fuzz_cases`] cases, nothing
 /// written to disk.
@@ -24,15 +24,6 @@ pub(crate) fn config() -> ProptestConfig {
 
 fn regex(pattern: &str) -> impl Strategy<Value = String> {
     proptest::string::string_regex(pattern).expect("a valid regex")
-}
-
-/// Near-valid units: numbers with signs, exponents, many digits, units in any case, spaces.
-fn unit_text() -> impl Strategy<Value = String> {
-    prop_oneof![
-        regex("[ \\t]{0,2}[-+]?[0-9]{0,25}(\\.[0-9]{0,25})?([eE][-+]?[0-9]{0,4})?[ ]?([kKmMgGtTpPeE]i?[bB]?|ms|s|m|h|d|%|µs|ns)?[ \\t]{0,2}"),
-        regex("(inf|NaN|nan|-0|0x1F|1_000|9{30}|\\PC{0,12})"),
-        any::<String>(),
-    ]
 }
 
 /// A trace line: one of stageload's and Headroom's record shapes with odd values, or junk.
@@ -49,21 +40,6 @@ fn trace_line() -> impl Strategy<Value = String> {
 
 proptest! {
     #![proptest_config(config())]
-
-    #[test]
-    fn fuzz_units_never_panic(text in unit_text()) {
-        let _ = parse_bytes(&text);
-        let _ = parse_duration(&text);
-        if let Ok(p) = parse_percent(&text) {
-            prop_assert!(p.is_finite(), "{text:?} -> {p}");
-        }
-    }
-
-    #[test]
-    fn fuzz_sizes_round_trip(bytes in any::<u64>()) {
-        // What Headroom writes, it reads back (rounded as written, never an error).
-        prop_assert!(parse_bytes(&format_bytes(bytes)).is_ok(), "{}", format_bytes(bytes));
-    }
 
     #[test]
     fn fuzz_traces_never_panic(lines in prop::collection::vec(trace_line(), 0..30)) {

@@ -8,6 +8,9 @@
 //! single-threaded tokio runtime, bounded against slow and hostile clients, and fair at its
 //! limit (`connections`).
 
+// The OS is called through headroom-os only (ARCHITECTURE.md).
+#![forbid(unsafe_code)]
+
 mod connections;
 pub mod exposition;
 pub mod metrics;

@@ -3,6 +3,9 @@
 //! so commands are tested with Tauri's mock runtime; the tray and plugins are added only by
 //! [`run`].
 
+// The OS is called through headroom-os only (ARCHITECTURE.md).
+#![forbid(unsafe_code)]
+
 mod autostart;
 mod boot;
 #[cfg(any(target_os = "macos", test))]

@@ -1,5 +1,8 @@
 //! The Headroom menu-bar app's entry point.
 
+// The OS is called through headroom-os only (ARCHITECTURE.md).
+#![forbid(unsafe_code)]
+
 fn main() {
     // Linux: the popover is a small static page and needs no GPU. Without this GTK sets up
     // OpenGL at start-up, which on machines without a GPU driver (VMs, Xvfb) maps Mesa's

@@ -195,8 +195,17 @@ def state_of(pid):
 
 # Allocates 320 MiB in 8 MiB steps every 50 ms (slow enough that the guard warns before it
 # would act), then holds it.
-ALLOCATE = ("import sys, time\nheld = []\nfor _ in range(40):\n    held.append(bytearray(b'x' * (8 << 20)))\n"
+# Allocates 320 MB in a 64 MiB cgroup (about 256 MB swapped) once a line comes on stdin: only
+# after the guard has started, so all of it counts against the budget (a warning at 80 % of
+# 300M needs 240 MB of growth; a job that swapped before its guard began may never get there).
+ALLOCATE = ("import sys, time\nsys.stdin.readline()\nheld = []\nfor _ in range(40):\n    held.append(bytearray(b'x' * (8 << 20)))\n"
             "    time.sleep(0.05)\ntime.sleep(120)\n")
+
+
+def go(proc):
+    """Lets an ALLOCATE job start allocating."""
+    proc.stdin.write(b"go\n")
+    proc.stdin.flush()
 
 
 def guard_from_row(driver, pid, needle, budget, on_budget="stop"):
@@ -226,10 +235,12 @@ def test_notification_buttons_pause_resume_stop_and_spare(driver, rig, notificat
     "Resume" continues it; a pause from the row, then its notification's "Stop", stops it. A
     second job's warning "Spare it" lets it go, running. Clicked through D-Bus ActionInvoked."""
     seen = max([n["id"] for n in notifications()] or [0])
-    first = subprocess.Popen(rig.wrap(["python3", "-c", ALLOCATE, "e2e-buttons-1"]), stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(rig.wrap(["python3", "-c", ALLOCATE, "e2e-buttons-1"]),
+                             stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
     second = None
     try:
         job = guard_from_row(driver, first.pid, "e2e-buttons-1", "300M")
+        go(first)
         warning = wait_for(lambda: newest(notifications, "Guard about to stop a job", seen),
                            timeout=60, what="the warning")
         # The buttons, and "default": a click on the notification itself opens the popover.
@@ -253,8 +264,10 @@ def test_notification_buttons_pause_resume_stop_and_spare(driver, rig, notificat
         assert "paused twice" in verdict, verdict
 
         latest = max(n["id"] for n in notifications())
-        second = subprocess.Popen(rig.wrap(["python3", "-c", ALLOCATE, "e2e-buttons-2"]), stderr=subprocess.DEVNULL)
+        second = subprocess.Popen(rig.wrap(["python3", "-c", ALLOCATE, "e2e-buttons-2"]),
+                                  stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
         guard_from_row(driver, second.pid, "e2e-buttons-2", "300M")
+        go(second)
         warning = wait_for(lambda: newest(notifications, "Guard about to stop a job", latest),
                            timeout=60, what="the second warning")
         click(warning, "spare")

@@ -161,8 +161,8 @@ mod tests {
         // A /proc whose page counts (vmstat) grow before every tick: a light tick hands on
         // the last full tick's count, a full one reads the new one.
         let dir = tempfile::tempdir().unwrap();
-        let modern =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc-modern");
+        let modern = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../os/tests/fixtures/proc-modern");
         std::fs::copy(modern.join("meminfo"), dir.path().join("meminfo")).unwrap();
         let vmstat = dir.path().join("vmstat");
         let mut s = InlineSampler::new(

@@ -1,5 +1,5 @@
 //! Every default value in one table: what a guard, a watch, the app's settings and the
-//! page start from. [`crate::policy::Limits::default`], [`crate::settings::Settings`]'s
+//! page start from. [`crate::policy::Limits::default`], `headroom_core::settings::Settings`'s
 //! default, the CLI's flags (their `default_value`, through [`text`]) and the page (its
 //! placeholders, through the app's `get_config`) all read it; nothing else spells a default.
 

@@ -154,7 +154,7 @@ pub fn send_group(pgid: u32, signal: i32) -> io::Result<()> {
 /// True while any process (zombies included) is in group `pgid` (tests check that a stop
 /// left no process behind).
 #[cfg(test)]
-pub(crate) fn group_exists(pgid: u32) -> bool {
+pub fn group_exists(pgid: u32) -> bool {
     match send_group(pgid, 0) {
         Ok(()) => true,
         Err(e) => e.raw_os_error() != Some(libc::ESRCH),

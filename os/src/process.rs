@@ -62,7 +62,7 @@ pub struct TreeMemory {
 
 impl TreeMemory {
     /// Adds one process's numbers.
-    pub(crate) fn add(&mut self, m: &ProcessMemory) {
+    pub fn add(&mut self, m: &ProcessMemory) {
         self.footprint_bytes += m.footprint_bytes;
         self.resident_bytes += m.resident_bytes;
         if let Some(swap) = m.swap_bytes {
@@ -76,7 +76,7 @@ impl TreeMemory {
 /// during the walk are left out; a loop in parent links cannot hang it. Tests use it to find
 /// the processes they spawned; a job's members are found by [`crate::members`].
 #[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
-pub(crate) fn tree_pids(counters: &impl CounterSource, pid: u32) -> Vec<u32> {
+pub fn tree_pids(counters: &impl CounterSource, pid: u32) -> Vec<u32> {
     let mut seen = std::collections::HashSet::from([pid]);
     let mut out = vec![pid];
     let mut queue = std::collections::VecDeque::from([pid]);

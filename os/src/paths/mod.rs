@@ -304,7 +304,7 @@ pub fn move_aside(path: &Path, unix_seconds: u64) -> io::Result<PathBuf> {
 }
 
 /// Seconds since the Unix epoch now (0 if the clock is before 1970).
-pub(crate) fn unix_seconds_now() -> u64 {
+pub fn unix_seconds_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

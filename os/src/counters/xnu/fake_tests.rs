@@ -2,7 +2,7 @@
 //! [`SendSignal`]), so the macOS reader ([`super::reader::XnuReader`]) and everything above it
 //! (members, the stop, the pause, the boot id) run on Linux as they would on a Mac.
 //!
-//! The rules, each from xnu (cited in `core/src/counters/xnu.rs` and in
+//! The rules, each from xnu (cited in `os/src/counters/xnu.rs` and in
 //! docs/verification.md):
 //! - no subreaper: a process whose parent exits is re-parented to launchd (pid 1), which
 //!   reaps its zombies at once; a live process group's id is never reused;

@@ -1,4 +1,4 @@
-//! Tests of the Linux readers on fixture `/proc` trees (`core/tests/fixtures/proc-*`) and on
+//! Tests of the Linux readers on fixture `/proc` trees (`os/tests/fixtures/proc-*`) and on
 //! the real `/proc` of the machine running them.
 
 use super::parse::*;

@@ -341,7 +341,10 @@ pub const LIVE_ONLY: u64 = 0;
 /// `PROC_PIDTBSDINFO`, `PROC_PIDT_SHORTBSDINFO` and `PROC_PIDUNIQIDENTIFIERINFO`).
 pub const ZOMBIES_TOO: u64 = 1;
 
-#[cfg(all(test, unix))]
-pub(crate) mod fake_tests;
+// The fake Mac: this crate's tests, and the tests of the crates above (feature `fake-mac`,
+// a dev-dependency of headroom-core only).
+#[cfg(all(unix, any(test, feature = "fake-mac")))]
+#[doc(hidden)]
+pub mod fake_tests;
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,4 @@
-//! The cgroup reader on a recorded cgroup v2 host (`core/tests/fixtures/cgroup-v2`: a pod
+//! The cgroup reader on a recorded cgroup v2 host (`os/tests/fixtures/cgroup-v2`: a pod
 //! limited to 256 MiB with a container under it, and an OOM-killed job) and on trees made
 //! here: v1, hybrid mounts, `max`, unreadable and nonsense files.
 

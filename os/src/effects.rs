@@ -21,7 +21,7 @@ pub enum Control {
     /// Stop it (SIGTERM, then SIGKILL after the grace).
     Stop,
     /// Pause it to make room for an older guarded job whose budget was crossed (sent by
-    /// that job's guard: [`crate::policy::order`]); refused unless it pauses at its budget
+    /// that job's guard: `headroom_rules::policy::order`); refused unless it pauses at its budget
     /// and has pauses left. A job already paused answers done.
     Yield,
 }
