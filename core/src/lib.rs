@@ -5,9 +5,9 @@
 //! by the process footprint, which drops when pages are compressed or swapped out. Below this
 //! crate are two others: `headroom-os` (the OS boundary: [`counters`], [`unix`], [`process`],
 //! [`members`], [`enforce`], [`paths`], [`units`]) and `headroom-rules` (the pure decisions:
-//! [`policy`], [`stages`], [`fit`], [`defaults`]), re-exported here under their old names.
-//! This crate holds the one sampling loop ([`sampler`]), in-memory history ([`history`]), the
-//! job engine ([`engine`]), the loop that drives a job live or from a trace ([`drive`], one
+//! [`policy`], [`stages`], [`fit`], [`defaults`] and the job [`engine`]), re-exported here
+//! under their old names. This crate holds the one sampling loop ([`sampler`]), in-memory
+//! history ([`history`]), the loop that drives a job live or from a trace ([`drive`], one
 //! [`drive::step`] for every driver), JSONL traces ([`trace`], [`summary`]), charts
 //! ([`chart`]), settings ([`settings`]), SQLite persistence ([`store`]), the job files of
 //! terminal guards ([`jobfile`]), other guards' jobs ([`peers`]), the stage-mark and control
@@ -20,7 +20,6 @@
 pub mod chart;
 #[cfg(unix)]
 pub mod drive;
-pub mod engine;
 pub mod history;
 pub mod jobfile;
 #[cfg(unix)]
@@ -43,7 +42,7 @@ pub use headroom_os::CounterError;
 pub use headroom_os::{counters, effects, error, members, paths, process, process_list, units};
 #[cfg(unix)]
 pub use headroom_os::{enforce, unix};
-pub use headroom_rules::{defaults, fit, policy, stages};
+pub use headroom_rules::{defaults, engine, fit, policy, stages};
 
 #[cfg(test)]
 mod fuzz_tests;

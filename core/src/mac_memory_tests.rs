@@ -66,7 +66,7 @@ impl<'a> Job<'a> {
             Limits::default(),
             Duration::from_secs(1),
         );
-        let id = engine.add(set.clone(), spec, start.swap_used_bytes, moment(0));
+        let id = engine.add(set.ids(), spec, start.swap_used_bytes, moment(0));
         engine.set_start_memory(id, &start);
         Job {
             reader,

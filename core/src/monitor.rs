@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn chart_marks_the_stages_of_a_watched_job() {
-        use crate::members::{MemberSet, Members};
+        use crate::members::JobIds;
         use crate::process::ProcessIdentity;
         let mut m = Monitor::default();
         // The job's start is wall-clock time: so are these samples'.
@@ -283,7 +283,7 @@ mod tests {
         };
         let spec = watch_spec("python stages.py");
         let job = m.jobs.add(
-            MemberSet::new(Members::of_process(id)),
+            JobIds::of_process(id),
             spec,
             1 << 30,
             moment(SystemTime::now()),
@@ -307,7 +307,7 @@ mod tests {
 
     #[test]
     fn an_ended_job_leaves_the_list_after_finished_keep() {
-        use crate::members::{MemberSet, Members};
+        use crate::members::JobIds;
         use crate::process::ProcessIdentity;
         use crate::sampler::TrackedSample;
         let mut m = Monitor::default();
@@ -317,12 +317,8 @@ mod tests {
         };
         let spec = watch_spec("python done.py");
         let start = sample(0, 1 << 30);
-        m.jobs.add(
-            MemberSet::new(Members::of_process(id)),
-            spec,
-            1 << 30,
-            moment(start.at),
-        );
+        m.jobs
+            .add(JobIds::of_process(id), spec, 1 << 30, moment(start.at));
         // Its process is gone at the first sample: the job ends with a verdict.
         let gone = Sample {
             aimed: false,

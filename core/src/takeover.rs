@@ -152,7 +152,7 @@ impl<'a> Taking<'a> {
             at: SystemTime::now(),
             clock: sampler.clock(),
         };
-        let job = engine.restore(&saved, set.clone(), spec, at);
+        let job = engine.restore(&saved, set.ids(), spec, at);
         Taking {
             engine,
             job,

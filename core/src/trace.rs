@@ -437,22 +437,6 @@ pub fn due(last: Option<Duration>, t: Duration, interval: Duration) -> bool {
     last.is_none_or(|last| t + interval / 10 >= last + interval)
 }
 
-/// Serde helper: `SystemTime` as fractional Unix seconds.
-pub mod unix_seconds {
-    use std::time::{SystemTime, UNIX_EPOCH};
-
-    use serde::Serializer;
-
-    /// Serializes `t` as seconds since the Unix epoch.
-    pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-        let secs = t
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        s.serialize_f64(secs)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use headroom_core::counters::{RunState, SystemCounters};
 use headroom_core::drive::{check_due, drive, replay, DriverEffects, Input, Source};
 use headroom_core::effects::{JobSignal, SignalReport};
 use headroom_core::engine::{carry_out, Effects, Engine, JobMode, JobSpec, JobView, Moment};
-use headroom_core::members::{Member, MemberSet, Members};
+use headroom_core::members::{JobIds, Member};
 use headroom_core::monitor::Monitor;
 use headroom_core::policy::{EndReason, JobEvent, Limits, StopReason};
 use headroom_core::process::{ProcessIdentity, TreeMemory};
@@ -241,7 +241,7 @@ fn a_trace_with_looks_aimed_at_the_crossing_replays_as_it_ran() {
 fn same_stop(path: &str, trace: &Trace, limits: Limits) -> Option<(f64, StopReason)> {
     let (mut source, mut live) = recorded(trace, 0);
     let mut engine = Engine::default();
-    let members = MemberSet::new(Members::of_command(LEADER, None));
+    let members = JobIds::of_process(LEADER);
     let first = trace.samples[0].swap_used;
     let at = Moment {
         at: SystemTime::UNIX_EPOCH,
@@ -288,7 +288,7 @@ fn the_apps_step_stops_where_the_terminals_loop_does() {
             clock: Duration::ZERO,
         };
         // A process picked by pid, as the app's list (and `headroom watch`) picks it.
-        let members = || MemberSet::new(Members::of_process(LEADER));
+        let members = || JobIds::of_process(LEADER);
         let poll = Duration::from_millis(500);
 
         let (mut source, mut terminal) = recorded(&trace, 0);

@@ -387,6 +387,24 @@ impl Members {
     }
 }
 
+/// Who a job is, as plain ids: the process it is named by and the cgroup Headroom made for
+/// it, if any. What the job engine keeps of a job (`headroom_rules::engine`): the
+/// [`MemberSet`] that follows its processes stays with whoever samples them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobIds {
+    /// The process the job is named by.
+    pub root: ProcessIdentity,
+    /// Its own cgroup (see [`Members::in_cgroup`]).
+    pub cgroup: Option<JobCgroup>,
+}
+
+impl JobIds {
+    /// A job named by `root`, without a cgroup of its own.
+    pub fn of_process(root: ProcessIdentity) -> Self {
+        JobIds { root, cgroup: None }
+    }
+}
+
 /// Looks at a job in one refresh at most (see [`Members::refresh`]).
 const REFRESH_ATTEMPTS: usize = 3;
 
@@ -450,11 +468,12 @@ impl MemberSet {
         self.lock().cgroup().cloned()
     }
 
-    /// Makes `out` the job's own cgroup (cloned only when it is not that already).
-    pub fn cgroup_into(&self, out: &mut Option<JobCgroup>) {
+    /// Who the job is, as plain ids (what the job engine keeps of it).
+    pub fn ids(&self) -> JobIds {
         let members = self.lock();
-        if out.as_ref() != members.cgroup() {
-            *out = members.cgroup().cloned();
+        JobIds {
+            root: members.root(),
+            cgroup: members.cgroup().cloned(),
         }
     }
 

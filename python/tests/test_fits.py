@@ -68,8 +68,8 @@ def test_a_guarded_job_asks_about_its_own_key(binary, tmp_path) -> None:
     subprocess.run([str(binary), "history", "import", str(history)], check=True,
                    capture_output=True)
     code = ("import sys; from headroom_memory import fits; a = fits(); "
-            "print('RESULT', __import__('json').dumps([a.key, a.fits, a.need_bytes]), "
-            "file=sys.stderr)")
+            "sys.stderr.write('RESULT ' + __import__('json').dumps([a.key, a.fits, a.need_bytes]) "
+            "+ '\\n')")
     run = guard(binary, tmp_path, [sys.executable, "-c", code], "--key", "fitjob")
     assert run.code == 0, run.stderr
     key, fit, need = result(run.stderr)

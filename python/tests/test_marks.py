@@ -211,7 +211,7 @@ def test_a_watched_job_marks_through_the_watch(binary: Path, tmp_path: Path) -> 
         "deadline=time.monotonic()+15\n"
         "while not mark('first') and time.monotonic()<deadline: time.sleep(0.2)\n"
         "time.sleep(0.5)\n"
-        "print('RESULT', json.dumps(mark('second')), file=sys.stderr, flush=True)\n"
+        "sys.stderr.write('RESULT ' + json.dumps(mark('second')) + '\\n')\n"
         "time.sleep(0.5)\n"
     )
     watched = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE,

@@ -2,8 +2,11 @@
 //!
 //! What a job's readings mean and what to do about them: the stop, pause and verdict rules
 //! ([`policy`]), a job's stages ([`stages`]), what a run needs, the prediction from past runs
-//! and whether it fits the room now ([`fit`]), and the one table of defaults ([`defaults`]).
-//! Every function here takes its readings and its time as arguments.
+//! and whether it fits the room now ([`fit`]), the one table of defaults ([`defaults`]), and
+//! the job engine ([`engine`]) that takes one tick's readings ([`sample`]), requests and
+//! marks and answers with actions, each verified by the readings after it. Every function
+//! here takes its readings and its time as arguments; a job is plain ids
+//! (`headroom_os::members::JobIds`), never a handle that reads processes.
 //!
 //! The boundary, kept by the compiler: this crate depends on `headroom-os` for its plain
 //! types only (counters, identities, units) and forbids `unsafe`; it has no `libc`, no
@@ -14,9 +17,15 @@
 #![forbid(unsafe_code)]
 
 pub mod defaults;
+pub mod engine;
 pub mod fit;
 pub mod policy;
+pub mod sample;
 pub mod stages;
 
 // The OS layer's plain types, under the names the rules use (`crate::units`, ...).
-use headroom_os::{counters, units};
+#[cfg(unix)]
+use headroom_os::enforce;
+#[cfg(test)]
+use headroom_os::testdata;
+use headroom_os::{counters, effects, members, process, units};

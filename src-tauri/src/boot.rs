@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::enforce::Safety;
+use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::sampler::{read_sample, ErrorOnce, Sampler};
@@ -44,8 +45,9 @@ impl AppState {
         let _ = monitor.on_sample(first);
         let sampler = Sampler::start(counters.clone(), settings.sample_interval)
             .context("starting the sampler")?;
-        for set in monitor.jobs.tracked() {
-            sampler.track(&set);
+        // The jobs taken up again: the sampler follows their processes.
+        for root in monitor.jobs.tracked() {
+            sampler.track(&MemberSet::new(Members::of_process(root)));
         }
         // A hint (macOS): a memory-pressure event brings the next tick forward.
         let waker = sampler.waker();

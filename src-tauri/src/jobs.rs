@@ -16,7 +16,6 @@ use headroom_core::effects::{JobSignal, SignalReport};
 use headroom_core::enforce::signal_each;
 use headroom_core::engine::{self, Effects, Moment};
 use headroom_core::marks::{Answer, Control, Request};
-use headroom_core::members::MemberSet;
 use headroom_core::monitor::{StatusView, TICK_WINDOW_SECONDS};
 use headroom_core::policy::order::Peer;
 use headroom_core::policy::JobEvent;
@@ -91,8 +90,8 @@ pub struct Stepped {
     pub title: String,
     /// Whether a watched job's swap grows (the tray's red icon).
     pub growing: bool,
-    /// The member sets of the jobs not yet ended (the sampler tracks exactly these).
-    pub tracked: Vec<MemberSet>,
+    /// The roots of the jobs not yet ended (the sampler tracks only these).
+    pub tracked: Vec<ProcessIdentity>,
 }
 
 /// The app's one step: `input` into the engine with core's step (as a terminal guard takes

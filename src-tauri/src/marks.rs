@@ -42,14 +42,15 @@ fn look_for_sender<R: Runtime>(app: &AppHandle<R>, pid: u32) {
     let Some(state) = app.try_state::<AppState>() else {
         return;
     };
-    let (known, sets) = {
+    let (known, roots) = {
         let monitor = lock(&state.monitor);
         (monitor.jobs.job_of(pid).is_some(), monitor.jobs.tracked())
     };
     if known {
         return;
     }
-    for set in sets {
+    let sets = state.sampler.tracked();
+    for set in sets.iter().filter(|s| roots.contains(&s.root())) {
         let members = set.discover(&state.counters);
         if members.iter().any(|m| m.id.pid == pid) {
             let mut monitor = lock(&state.monitor);

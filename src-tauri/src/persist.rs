@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use headroom_core::engine::JobSpec;
 use headroom_core::history::{HISTORY_RETENTION, MINUTE_TIER};
-use headroom_core::members::{MemberSet, Members};
+use headroom_core::members::JobIds;
 use headroom_core::monitor::Monitor;
 use headroom_core::paths::Dirs;
 use headroom_core::settings::Settings;
@@ -55,7 +55,6 @@ pub fn restore(
     match store.restorable_jobs(counters) {
         Ok(guards) => {
             for g in guards {
-                let members = MemberSet::new(Members::of_process(g.identity));
                 let base = JobSpec::new(
                     g.command.clone(),
                     g.mode,
@@ -66,7 +65,9 @@ pub fn restore(
                     at: SystemTime::now(),
                     clock: Duration::ZERO,
                 };
-                monitor.jobs.restore(&g, members, base, now);
+                monitor
+                    .jobs
+                    .restore(&g, JobIds::of_process(g.identity), base, now);
                 tracing::info!(pid = g.identity.pid, "job taken up again");
             }
         }

@@ -12,7 +12,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
 use headroom_core::drive::Input;
-use headroom_core::members::MemberSet;
+use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sample;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
@@ -110,17 +110,15 @@ fn on_sample<R: Runtime>(app: &AppHandle<R>, state: &AppState, sample: Sample, t
     }
 }
 
-/// Keeps the sampler tracking exactly the running jobs' members (`wanted`).
-fn sync_tracking(state: &AppState, sample: &Sample, wanted: &[MemberSet]) {
-    let roots: HashSet<_> = wanted.iter().map(MemberSet::root).collect();
+/// Keeps the sampler tracking only the jobs not yet ended (`wanted`, by their roots: each
+/// was tracked when it was added).
+fn sync_tracking(state: &AppState, sample: &Sample, wanted: &[ProcessIdentity]) {
+    let roots: HashSet<_> = wanted.iter().collect();
     for t in sample
         .tracked
         .iter()
         .filter(|t| !roots.contains(&t.identity))
     {
         state.sampler.untrack(t.identity);
-    }
-    for set in wanted {
-        state.sampler.track(set);
     }
 }

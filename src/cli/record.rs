@@ -12,7 +12,7 @@ use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::defaults::{self as d, text};
 use headroom_core::members::{MemberSet, Members};
 use headroom_core::process::ProcessIdentity;
-use headroom_core::sampler::recorded::RunRecord;
+use headroom_core::sampler::recorded::{RunRecord, ToTrace};
 use headroom_core::sampler::Sampler;
 use headroom_core::trace::{round_t, Record, TraceWriter};
 use serde_json::{Map, Value};

@@ -16,6 +16,7 @@ use headroom_core::drive::{Outcome, Sink};
 use headroom_core::engine::JobView;
 use headroom_core::paths::replace_file;
 use headroom_core::policy::JobEvent;
+use headroom_core::sampler::recorded::ToTrace;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{due, SampleRecord, Trace};
 use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};

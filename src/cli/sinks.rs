@@ -12,7 +12,7 @@ use headroom_core::jobfile::Publisher;
 use headroom_core::paths::Dirs;
 use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
-use headroom_core::sampler::recorded::RunRecord;
+use headroom_core::sampler::recorded::{RunRecord, ToTrace};
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
 use headroom_core::units::printable;

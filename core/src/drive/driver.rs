@@ -115,7 +115,7 @@ pub fn run(
         at: std::time::SystemTime::now(),
         clock: sampler.clock(),
     };
-    let job = engine.add(set.clone(), spec, swap_start, now);
+    let job = engine.add(set.ids(), spec, swap_start, now);
     // What the run takes is measured from the memory it starts with (as the app does).
     engine.set_start_memory(job, &first);
     let mut sampler = sampler;

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{drive, DriverEffects, Input, Source};
 use crate::effects::{JobSignal, SignalReport};
 use crate::engine::{Effects, Engine, JobSpec, Moment};
-use crate::members::{MemberSet, Members};
+use crate::members::JobIds;
 use crate::policy::{EndReason, JobEvent, OnBudget, StopReason, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sampler::recorded::RunRecord;
@@ -80,12 +80,11 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     };
     spec.limits.on_budget = OnBudget::Stop;
     let mut engine = Engine::default();
-    let set = MemberSet::new(Members::of_process(STAND_IN));
     let at = Moment {
         at: start_at,
         clock: duration(first.t),
     };
-    let job = engine.add(set, spec, swap_start, at);
+    let job = engine.add(JobIds::of_process(STAND_IN), spec, swap_start, at);
     if let Some(start) = &start {
         engine.set_start_memory(job, start);
     }

@@ -14,64 +14,19 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Serialize;
-
 mod inline;
 pub mod recorded;
 pub use inline::InlineSampler;
 
 use crate::counters::{CounterSource, Counters, Result, SystemCounters};
-use crate::members::{Member, MemberSet};
-use crate::process::{ProcessIdentity, TreeMemory};
+use crate::members::MemberSet;
+use crate::process::ProcessIdentity;
+
+// One tick's readings are plain data of the rules' (the engine judges them).
+pub use headroom_rules::sample::{Sample, TrackedSample};
 
 /// How many samples a slow subscriber may fall behind before it misses some.
 const SUBSCRIBER_BACKLOG: usize = 256;
-
-/// One tick's readings.
-#[derive(Debug, Clone, Serialize)]
-pub struct Sample {
-    /// Tick number, from 0.
-    pub seq: u64,
-    /// Wall-clock time of the reading.
-    #[serde(with = "crate::trace::unix_seconds")]
-    pub at: SystemTime,
-    /// Time since the sampler started.
-    pub since_start: Duration,
-    /// System counters; `None` when the read failed.
-    pub system: Option<SystemCounters>,
-    /// Each tracked process tree, in tracking order.
-    pub tracked: Vec<TrackedSample>,
-    /// Set on the first failing tick of a run of failures: what went wrong.
-    pub error: Option<String>,
-    /// A look the guard aimed at the crossing between two regular checks
-    /// (`crate::policy::aim`): the stop rules treat it as such, and a replay of its trace
-    /// does too.
-    #[serde(skip)]
-    pub aimed: bool,
-}
-
-/// A tracked job at one tick.
-#[derive(Debug, Clone, Serialize)]
-pub struct TrackedSample {
-    /// The process the job is named by (see [`MemberSet::root`]).
-    pub identity: ProcessIdentity,
-    /// Memory of its live members; `None` once no member lives.
-    pub memory: Option<TreeMemory>,
-    /// Its live members and their states, from a complete, fresh look at this tick: what
-    /// the job engine verifies a stop or a pause against.
-    #[serde(skip)]
-    pub members: Vec<Member>,
-    /// The kernel's high-water mark of its memory, where it has a cgroup of its own.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel_peak_bytes: Option<u64>,
-    /// It runs in a memory cgroup of its own: its memory and swap are the cgroup's, and its OOM
-    /// kills are [`TrackedSample::cgroup_oom_kills`], not the host's count.
-    #[serde(skip)]
-    pub in_own_cgroup: bool,
-    /// OOM kills in its own cgroup at this tick (`None` when unread).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cgroup_oom_kills: Option<u64>,
-}
 
 /// Remembers the last error so each run of failures is reported once.
 #[derive(Debug, Default)]
@@ -246,6 +201,11 @@ impl Sampler {
         if !state.tracked.iter().any(|t| t.same_as(set)) {
             state.tracked.push(set.clone());
         }
+    }
+
+    /// The member sets it tracks (a sender of a mark may be a member it has not seen yet).
+    pub fn tracked(&self) -> Vec<MemberSet> {
+        lock(&self.shared.state).tracked.clone()
     }
 
     /// Stops tracking the job named by `root`.

@@ -12,42 +12,28 @@
 //! is not recorded and comes back as 0 or unknown. stageload's traces have only `t`,
 //! `footprint`, `swap_used` and `level`: the rest is unknown, and the job lives throughout.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
 use super::{Sample, TrackedSample};
 use crate::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
 use crate::members::Member;
-use crate::policy::Observation;
 use crate::process::{ProcessIdentity, TreeMemory};
 use crate::trace::{duration, seconds, SampleRecord, Trace};
 
-impl Sample {
-    /// What the guard's rules read of this sample for the job named by `root`, `t` into its
-    /// run; `None` when the system read failed. The machine's reading with the job's own: its
-    /// footprint, its kernel peak, and for a job in a memory cgroup of its own that cgroup's
-    /// OOM count (exact), never the host's (everyone's): the two are never mixed across
-    /// readings.
-    pub fn observation(&self, root: ProcessIdentity, t: Duration) -> Option<Observation> {
-        let system = self.system.as_ref()?;
-        let tracked = self.tracked.iter().find(|tr| tr.identity == root);
-        Some(Observation {
-            footprint_bytes: tracked.and_then(|tr| tr.memory.map(|m| m.footprint_bytes)),
-            oom_kills: match tracked {
-                Some(tr) if tr.in_own_cgroup => tr.cgroup_oom_kills,
-                _ => system.oom_kills,
-            },
-            kernel_peak_bytes: tracked.and_then(|tr| tr.kernel_peak_bytes),
-            ..Observation::of_system(t, system)
-        })
-    }
-
+/// A reading as a trace line (the sample is the rules' type, `headroom_rules::sample`; its
+/// trace form is the runtime's).
+pub trait ToTrace {
     /// This sample as a trace `sample` line, or `None` when the system read failed. The
     /// job's figures are summed over the tracked trees (`headroom record` may trace several;
     /// a job has one): `footprint` 0 and no `processes` when nothing is tracked, `processes`
     /// 0 once no tracked process lives.
-    pub fn to_trace_record(&self) -> Option<SampleRecord> {
+    fn to_trace_record(&self) -> Option<SampleRecord>;
+}
+
+impl ToTrace for Sample {
+    fn to_trace_record(&self) -> Option<SampleRecord> {
         let system = self.system.as_ref()?;
         let trees: Vec<&TreeMemory> = self
             .tracked

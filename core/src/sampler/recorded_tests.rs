@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use proptest::prelude::*;
 
-use super::recorded::RunRecord;
+use super::recorded::{RunRecord, ToTrace};
 use super::{Sample, TrackedSample};
 use crate::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
 use crate::members::Member;

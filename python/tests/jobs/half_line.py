@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from headroom_memory import mark
+from say import say  # one write per line: the guard writes to the same stderr
 
 CHILD = r"""
 import json, os, signal, socket, sys
@@ -24,4 +25,4 @@ mark("before")
 for mode in ("session", "one"):
     child = subprocess.run([sys.executable, "-c", CHILD, mode], check=False)
     assert child.returncode == -9, child.returncode
-print("RESULT", json.dumps({"after": mark("after")}), file=sys.stderr)
+say("RESULT", json.dumps({"after": mark("after")}))

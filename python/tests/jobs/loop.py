@@ -6,6 +6,7 @@ import sys
 import time
 
 from headroom_memory import mark
+from say import say  # one write per line: the guard writes to the same stderr
 
 taken = 0
 end = time.monotonic() + float(sys.argv[1])
@@ -14,4 +15,4 @@ while time.monotonic() < end:
     taken += mark(f"stage-{n % 50}")
     n += 1
     time.sleep(0.1)
-print("RESULT", json.dumps({"taken": taken, "sent": n}), file=sys.stderr, flush=True)
+say("RESULT", json.dumps({"taken": taken, "sent": n}))

@@ -8,6 +8,7 @@ import sys
 import time
 
 from headroom_memory import current_stage, mark, stage
+from say import say  # one write per line: the guard writes to the same stderr
 
 
 def no_spawn(*_args, **_kwargs):
@@ -35,4 +36,4 @@ with stage("outer"):
     results["after_inner"] = current_stage()
     time.sleep(0.2)
 results["end"] = mark("end")
-print("RESULT", json.dumps(results), file=sys.stderr)
+say("RESULT", json.dumps(results))

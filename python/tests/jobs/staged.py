@@ -10,6 +10,7 @@ import torch
 from stageload import ListSink, StagedModels
 
 from headroom_memory.stageload import GuardSink
+from say import say  # one write per line: the guard writes to the same stderr
 
 MIB = 1 << 20
 
@@ -42,4 +43,4 @@ models.enter("decode")
 models["decoder"]
 time.sleep(1.5)
 models.close()
-print("RESULT", json.dumps([e.kind for e in kept.events]), file=sys.stderr)
+say("RESULT", json.dumps([e.kind for e in kept.events]))

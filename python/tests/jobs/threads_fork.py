@@ -8,6 +8,7 @@ import threading
 
 from headroom_memory import mark
 from headroom_memory._client import CLIENT
+from say import say  # one write per line: the guard writes to the same stderr
 
 results = {}
 ok = []
@@ -29,10 +30,9 @@ pid = os.fork()
 if pid == 0:
     child_ok = mark("child")
     child_fd = CLIENT._sock.fileno() if CLIENT._sock else None
-    print("CHILD", json.dumps({"ok": child_ok, "fd": child_fd, "connected": CLIENT.connected()}),
-          file=sys.stderr, flush=True)
+    say("CHILD", json.dumps({"ok": child_ok, "fd": child_fd, "connected": CLIENT.connected()}))
     os._exit(0)
 os.waitpid(pid, 0)
 results["parent_after"] = mark("parent-after")
 results["parent_fd"] = parent_fd
-print("RESULT", json.dumps(results), file=sys.stderr)
+say("RESULT", json.dumps(results))

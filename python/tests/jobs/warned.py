@@ -9,9 +9,10 @@ import sys
 import time
 
 from headroom_memory import mark, on_warning
+from say import say  # one write per line: the guard writes to the same stderr
 
 MIB = 1 << 20
-print("PID", os.getpid(), file=sys.stderr, flush=True)
+say("PID", os.getpid())
 cache = [bytearray(b"\x01") * (300 * MIB)]
 heard = []
 
@@ -30,4 +31,4 @@ work = []
 for _ in range(20):
     work.append(bytearray(b"\x01") * (10 * MIB))
     time.sleep(0.2)
-print("RESULT", json.dumps({"heard": heard, "cache_kept": bool(cache)}), file=sys.stderr)
+say("RESULT", json.dumps({"heard": heard, "cache_kept": bool(cache)}))

@@ -44,7 +44,7 @@ fn add_job(
     let mut monitor = lock(&state.monitor);
     let job_id = monitor
         .jobs
-        .add(members.clone(), spec, system.swap_used_bytes, now);
+        .add(members.ids(), spec, system.swap_used_bytes, now);
     monitor.jobs.set_start_memory(job_id, &system);
     state.sampler.track(&members);
     let view = monitor

@@ -4,7 +4,7 @@
 use super::tests::{id, moment, running, set, spec, t0, MIB};
 use super::*;
 use crate::policy::{EndReason, Limits};
-use crate::sampler::{Sample, TrackedSample};
+use crate::sample::{Sample, TrackedSample};
 
 /// Sample `seq` of job `root`: alive or gone, in its own cgroup or not, with the host's and
 /// its cgroup's OOM counts.

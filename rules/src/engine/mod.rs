@@ -58,7 +58,7 @@ pub const STOP_CHECK: Duration = Duration::from_millis(50);
 pub struct Moment {
     /// Wall-clock time.
     pub at: SystemTime,
-    /// Time on the sampler's clock ([`crate::sampler::Sample::since_start`]).
+    /// Time on the sampler's clock ([`crate::sample::Sample::since_start`]).
     pub clock: Duration,
 }
 

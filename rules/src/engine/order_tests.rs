@@ -13,7 +13,7 @@ use crate::members::Member;
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::StopReason;
 use crate::process::{ProcessIdentity, TreeMemory};
-use crate::sampler::{Sample, TrackedSample};
+use crate::sample::{Sample, TrackedSample};
 
 /// Sample `seq` (every 500 ms) of several one-process jobs; those in `paused` are stopped.
 fn sample_of(

@@ -1,5 +1,5 @@
 //! What the job engine hands to persistence: a finished job with its verdict, and a running
-//! watch or guard to take up again after a restart. Plain data; `crate::store` writes them.
+//! watch or guard to take up again after a restart. Plain data; `headroom_core::store` writes them.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +26,7 @@ pub struct FinishedJob {
 
 /// A finished run as the run history records it, the same for every driver (the terminal's
 /// guard and watch, the app): the job with its verdict, and how its run started (its key,
-/// the memory at its start). `crate::store::Store::record_finished` writes it.
+/// the memory at its start). `headroom_core::store::Store::record_finished` writes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishedRun {
     /// The job and its verdict.

@@ -8,14 +8,14 @@ use super::aim::Looks;
 use super::phase::{PauseCheck, PausePhase, RefusedMembers, StopCheck, StopPhase};
 use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
 use crate::effects::{JobSignal, SignalReport, StopReport};
-use crate::members::{Member, MemberSet};
+use crate::members::{JobIds, Member};
 use crate::policy::order::{self, Me, Peer, PeerAt};
 use crate::policy::{
     aim, check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
     OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
 use crate::process::ProcessIdentity;
-use crate::sampler::Sample;
+use crate::sample::Sample;
 use crate::stages::{Reading, StageTracker};
 use crate::units::unix_ms;
 
@@ -37,9 +37,9 @@ pub(super) enum Phase {
 pub(super) struct Job {
     pub(super) id: u64,
     pub(super) root: ProcessIdentity,
-    /// The members, shared with the sampler that refreshes them (the engine only reads the
-    /// samples: `members` is handed to whoever samples, see [`super::Engine::tracked`]).
-    pub(super) members: MemberSet,
+    /// Who it is, as plain ids: its root and its own cgroup (the processes are followed by
+    /// whoever samples them: the engine reads only the samples).
+    pub(super) ids: JobIds,
     /// The live members the last sample found (complete and fresh).
     pub(super) seen: Vec<Member>,
     /// How many distinct processes the samples have shown.
@@ -130,16 +130,16 @@ impl Job {
     /// A new running job.
     pub(super) fn new(
         id: u64,
-        members: MemberSet,
+        ids: JobIds,
         spec: JobSpec,
         swap_now_bytes: u64,
         at: Moment,
     ) -> Self {
-        let root = members.root();
+        let root = ids.root;
         Job {
             id,
             root,
-            members,
+            ids,
             // Until the first sample, the job is its root.
             seen: vec![Member {
                 id: root,

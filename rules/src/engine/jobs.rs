@@ -11,11 +11,11 @@ use super::records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
 use crate::counters::SystemCounters;
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
-use crate::members::{Member, MemberSet};
+use crate::members::{JobIds, Member};
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::process::ProcessIdentity;
-use crate::sampler::Sample;
+use crate::sample::Sample;
 use crate::units::unix_ms;
 
 /// Every job of one process (the app's, or the one job of a CLI run).
@@ -52,18 +52,12 @@ pub enum RequestError {
 }
 
 impl Engine {
-    /// Adds a job over `members` with swap in use `swap_now_bytes` at `at` (the caller's
+    /// Adds the job `ids` names with swap in use `swap_now_bytes` at `at` (the caller's
     /// clocks; the engine reads none); returns its id. A process that already has a running
     /// job keeps it: watch never weakens a guard (its budget stays), guard turns a watch into
     /// a guard with the new budget.
-    pub fn add(
-        &mut self,
-        members: MemberSet,
-        spec: JobSpec,
-        swap_now_bytes: u64,
-        at: Moment,
-    ) -> u64 {
-        let root = members.root();
+    pub fn add(&mut self, ids: JobIds, spec: JobSpec, swap_now_bytes: u64, at: Moment) -> u64 {
+        let root = ids.root;
         if let Some(existing) = self.jobs.iter_mut().find(|j| j.root == root && j.live()) {
             if spec.mode == JobMode::Guard {
                 existing.spec.mode = JobMode::Guard;
@@ -73,7 +67,7 @@ impl Engine {
         }
         self.next_id += 1;
         self.jobs
-            .push(Job::new(self.next_id, members, spec, swap_now_bytes, at));
+            .push(Job::new(self.next_id, ids, spec, swap_now_bytes, at));
         self.next_id
     }
 
@@ -347,12 +341,12 @@ impl Engine {
         Ok(self.jobs.remove(index).root)
     }
 
-    /// Member sets of the jobs not yet ended (to track in the sampler).
-    pub fn tracked(&self) -> Vec<MemberSet> {
+    /// The roots of the jobs not yet ended: the jobs whoever samples is to track.
+    pub fn tracked(&self) -> Vec<ProcessIdentity> {
         self.jobs
             .iter()
             .filter(|j| j.active())
-            .map(|j| j.members.clone())
+            .map(|j| j.root)
             .collect()
     }
 
@@ -365,7 +359,7 @@ impl Engine {
 
     /// For a driver that takes looks aimed at the crossing between regular checks (a
     /// guard's: `headroom guard`, `watch`): the interval to the next look, and whether it is
-    /// an aimed one (its sample is to say so, [`crate::sampler::Sample::aimed`]).
+    /// an aimed one (its sample is to say so, [`crate::sample::Sample::aimed`]).
     pub fn next_look(&self) -> Option<(Duration, bool)> {
         self.jobs.iter().filter_map(Job::next_look).min()
     }
@@ -510,13 +504,7 @@ impl Engine {
 
     /// Takes up a job saved before a restart (its process must still match; see
     /// `Store::restorable_jobs`) at `at`, keeping its start time and swap baseline.
-    pub fn restore(
-        &mut self,
-        saved: &SavedJob,
-        members: MemberSet,
-        base: JobSpec,
-        at: Moment,
-    ) -> u64 {
+    pub fn restore(&mut self, saved: &SavedJob, ids: JobIds, base: JobSpec, at: Moment) -> u64 {
         let spec = JobSpec {
             command: saved.command.clone(),
             mode: saved.mode,
@@ -529,7 +517,7 @@ impl Engine {
             key: saved.key.clone(),
             ..base
         };
-        let id = self.add(members, spec, saved.swap_start_bytes, at);
+        let id = self.add(ids, spec, saved.swap_start_bytes, at);
         if let Some(job) = self.job_mut(id) {
             let at = |ms: i64| {
                 std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
@@ -642,5 +630,7 @@ fn view_into(j: &Job, v: &mut JobView) {
     v.refused.clear();
     v.refused
         .extend(j.refused.iter().map(|(id, why)| (id.pid, why.clone())));
-    j.members.cgroup_into(&mut v.cgroup);
+    if v.cgroup != j.ids.cgroup {
+        v.cgroup.clone_from(&j.ids.cgroup); // not at every check: it never changes
+    }
 }

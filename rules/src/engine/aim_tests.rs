@@ -5,7 +5,7 @@
 use super::tests::{id, moment, running, set, spec, t0, MIB};
 use super::*;
 use crate::policy::{Limits, StopReason};
-use crate::sampler::{Sample, TrackedSample};
+use crate::sample::{Sample, TrackedSample};
 
 /// A look at `ms` of job `root` with swap grown by `swap`, aimed or not.
 fn look(

@@ -6,10 +6,10 @@ use std::time::SystemTime;
 use super::*;
 use crate::counters::{RunState, SystemCounters};
 use crate::effects::{Control, JobSignal, Refused, SignalReport};
-use crate::members::{Member, MemberSet, Members};
+use crate::members::{JobIds, Member};
 use crate::policy::EndReason;
 use crate::process::{ProcessIdentity, TreeMemory};
-use crate::sampler::{Sample, TrackedSample};
+use crate::sample::{Sample, TrackedSample};
 
 pub(super) const MIB: u64 = 1 << 20;
 const GRACE: Duration = Duration::from_secs(2);
@@ -88,8 +88,8 @@ fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {
     at(seq, swap, 50.0, id, members)
 }
 
-pub(super) fn set(id: ProcessIdentity) -> MemberSet {
-    MemberSet::new(Members::of_process(id))
+pub(super) fn set(id: ProcessIdentity) -> JobIds {
+    JobIds::of_process(id)
 }
 
 pub(super) fn spec(command: &str, mode: JobMode, limits: Limits) -> JobSpec {
