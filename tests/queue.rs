@@ -17,6 +17,7 @@ use support::headroom_bin;
 /// A `headroom` command with its own Headroom folder (its own queue and history).
 fn hr(home: &Path) -> Command {
     let mut cmd = Command::new(headroom_bin());
+    support::default_keys(&mut cmd);
     cmd.env("HEADROOM_HOME", home)
         .env("HEADROOM_JOB_CGROUP", "off");
     cmd

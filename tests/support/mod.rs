@@ -40,11 +40,29 @@ pub fn real_swap_lock() -> Option<MutexGuard<'static, ()>> {
 /// `HEADROOM_HOME`: tests never touch the real user's folders.
 pub fn headroom() -> Command {
     let mut cmd = Command::new(headroom_bin());
+    default_keys(&mut cmd);
     cmd.env("HEADROOM_HOME", test_home());
     // These tests prove the process tracking (the macOS path, and Linux without cgroups);
     // tests/cgroups.rs proves the job's own cgroup.
     cmd.env("HEADROOM_JOB_CGROUP", "off");
     cmd
+}
+
+/// Starts `cmd` with SIGINT and SIGQUIT handled by default, whatever this test process
+/// inherited: a suite started in the background by a non-interactive shell has them ignored,
+/// and a guard keeps an ignored signal ignored (as a shell's background job expects), so a
+/// test that sends one would wait forever.
+pub fn default_keys(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only async-signal-safe calls are allowed; signal(2) is
+    // one, and it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
 }
 
 /// The `headroom` binary under test (see [`headroom`]).
