@@ -45,6 +45,13 @@ def test_a_job_that_sheds_memory_when_warned_ends_within_its_budget(
     assert samples[-1] - samples[0] < 400 << 20, (samples[0], samples[-1])
 
 
+def default_keys() -> None:
+    """In the child before exec: SIGINT and SIGQUIT handled by default (a guard keeps an
+    ignored signal ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
@@ -69,8 +76,10 @@ def test_the_same_job_without_on_warning_is_paused(
     log = tmp_path / "guard.stderr"
     try:
         with log.open("w") as err:
+            # Ctrl-C below: the guard must not inherit SIGINT ignored (a suite started in
+            # the background by a non-interactive shell has it so).
             g = subprocess.Popen(argv, stderr=err, stdout=subprocess.DEVNULL,
-                                 env={**environment, **env})
+                                 env={**environment, **env}, preexec_fn=default_keys)
         deadline = time.monotonic() + 60
         while not PAUSED.search(log.read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)
