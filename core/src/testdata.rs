@@ -1,11 +1,11 @@
 //! Synthetic data shared by tests and benchmarks (not part of the API): a day of history,
-//! and the OS layer's (`headroom_os::testdata`) under the same name.
+//! and the lower layers' (`headroom_rules::testdata`) under the same name.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::history::{History, METRICS};
 
-pub use headroom_os::testdata::{fuzz_cases, moved_aside, system_counters};
+pub use headroom_rules::testdata::{fuzz_cases, moved_aside, system_counters, verdict};
 
 const GIB: f64 = (1u64 << 30) as f64;
 

@@ -9,30 +9,10 @@ use std::time::Duration;
 
 use headroom_core::fit::{answer, need_of, predict, PastRun, Room, Taken};
 use headroom_core::policy::{EndReason, Verdict};
+use headroom_core::testdata::verdict;
 
 const GIB: u64 = 1 << 30;
-const MIB: u64 = 1 << 20;
 const HOUR: Duration = Duration::from_secs(3600);
-
-fn verdict(footprint: u64, growth: u64, ended: EndReason) -> Verdict {
-    Verdict {
-        fits: growth <= 64 * MIB,
-        swap_growth_bytes: growth,
-        swap_start_bytes: 0,
-        peak_footprint_bytes: Some(footprint),
-        lowest_free_percent: None,
-        in_use_rise_bytes: None,
-        duration: Duration::from_secs(60),
-        ended,
-        processes: 1,
-        fits_tolerance_bytes: 64 * MIB,
-        stages: Vec::new(),
-        tight: None,
-        pauses: 0,
-        paused: Duration::ZERO,
-        oom_killed: None,
-    }
-}
 
 #[test]
 fn the_recorded_mac_runs_predict_themselves() {

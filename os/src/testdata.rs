@@ -32,22 +32,12 @@ pub fn moved_aside(dir: &Path) -> Vec<PathBuf> {
 /// for tests of code that consumes counters.
 pub fn system_counters(swap_used_bytes: u64, free_percent: f64) -> SystemCounters {
     SystemCounters {
-        usable_bytes: None,
-        in_use_bytes: None,
         total_bytes: 48 << 30,
         free_percent,
         pressure: Some(PressureLevel::Normal),
         swap_used_bytes,
         swap_total_bytes: 64 << 30,
         compressed_bytes: Some(1 << 30),
-        wired_bytes: None,
-        app_bytes: None,
-        swapped_in_bytes: 0,
-        swapped_out_bytes: 0,
-        paged_in_bytes: 0,
-        paged_out_bytes: 0,
-        oom_kills: None,
-        cgroup: None,
-        cgroup_note: None,
+        ..SystemCounters::default()
     }
 }

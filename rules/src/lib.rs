@@ -22,10 +22,10 @@ pub mod fit;
 pub mod policy;
 pub mod sample;
 pub mod stages;
+#[doc(hidden)]
+pub mod testdata;
 
 // The OS layer's plain types, under the names the rules use (`crate::units`, ...).
 #[cfg(unix)]
 use headroom_os::enforce;
-#[cfg(test)]
-use headroom_os::testdata;
 use headroom_os::{counters, effects, members, process, units};

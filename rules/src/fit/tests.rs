@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::policy::StopReason;
+use crate::testdata::verdict;
 
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
@@ -52,26 +53,6 @@ fn keys_name_the_program_and_script_and_keep_the_arguments() {
         key_of_command_line("/usr/bin/python3  gen.py  -n 2"),
         "python3 gen.py -n 2"
     );
-}
-
-fn verdict(footprint: u64, growth: u64, ended: EndReason) -> Verdict {
-    Verdict {
-        fits: growth <= 64 * MIB,
-        swap_growth_bytes: growth,
-        swap_start_bytes: 0,
-        peak_footprint_bytes: Some(footprint),
-        lowest_free_percent: None,
-        in_use_rise_bytes: None,
-        duration: Duration::from_secs(60),
-        ended,
-        processes: 1,
-        fits_tolerance_bytes: 64 * MIB,
-        stages: Vec::new(),
-        tight: None,
-        pauses: 0,
-        paused: Duration::ZERO,
-        oom_killed: None,
-    }
 }
 
 #[test]

@@ -90,24 +90,16 @@ fn host_memory(proc_root: &Path) -> Result<SystemCounters> {
     } else {
         (kib(available_kib) as f64 * 100.0 / total_bytes as f64).min(100.0)
     };
+    // The rest (pressure, page and swap counts, OOM kills, the cgroup) is read elsewhere.
     Ok(SystemCounters {
-        usable_bytes: None,
-        in_use_bytes: None,
         total_bytes,
         free_percent,
-        pressure: None,
         swap_used_bytes: kib(mem.swap_total_kib.saturating_sub(mem.swap_free_kib)),
         swap_total_bytes: kib(mem.swap_total_kib),
         compressed_bytes: mem.zswap_kib.map(kib),
         wired_bytes: mem.unevictable_kib.map(kib),
         app_bytes: mem.anon_kib.map(kib),
-        swapped_in_bytes: 0,
-        swapped_out_bytes: 0,
-        paged_in_bytes: 0,
-        paged_out_bytes: 0,
-        oom_kills: None,
-        cgroup: None,
-        cgroup_note: None,
+        ..SystemCounters::default()
     })
 }
 
