@@ -3,7 +3,6 @@
 //! predicting from them. Results: `docs/benchmarks.md`.
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use headroom_core::engine::{FinishedJob, JobMode};
@@ -11,6 +10,7 @@ use headroom_core::fit::predict;
 use headroom_core::policy::{EndReason, Verdict};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::store::{RunContext, Store};
+use headroom_core::testdata::verdict;
 use headroom_core::units::unix_ms;
 
 fn run(i: i64, now_ms: i64) -> FinishedJob {
@@ -24,21 +24,12 @@ fn run(i: i64, now_ms: i64) -> FinishedJob {
         started_at_ms: now_ms - i * 3_600_000 - 60_000,
         ended_at_ms: now_ms - i * 3_600_000,
         verdict: Verdict {
-            fits: true,
-            swap_growth_bytes: 0,
-            swap_start_bytes: 0,
-            peak_footprint_bytes: Some((10 << 30) + (i as u64 % 7) * (100 << 20)),
             lowest_free_percent: Some(40.0),
-            in_use_rise_bytes: None,
-            duration: Duration::from_secs(60),
-            ended: EndReason::Exited { code: 0 },
-            processes: 1,
-            fits_tolerance_bytes: 64 << 20,
-            stages: Vec::new(),
-            tight: None,
-            pauses: 0,
-            paused: Duration::ZERO,
-            oom_killed: None,
+            ..verdict(
+                (10 << 30) + (i as u64 % 7) * (100 << 20),
+                0,
+                EndReason::Exited { code: 0 },
+            )
         },
     }
 }

@@ -3,26 +3,15 @@
 use std::time::{Duration, Instant};
 
 use headroom_core::policy::{EndReason, StopReason, Verdict};
+use headroom_core::testdata;
 
 use super::*;
 
 fn verdict(fits: bool, ended: EndReason) -> Verdict {
     Verdict {
         fits,
-        swap_growth_bytes: 1 << 30,
-        swap_start_bytes: 0,
-        peak_footprint_bytes: Some(2 << 30),
         lowest_free_percent: Some(12.5),
-        in_use_rise_bytes: None,
-        duration: Duration::from_secs(60),
-        ended,
-        processes: 1,
-        fits_tolerance_bytes: 64 << 20,
-        stages: Vec::new(),
-        tight: None,
-        pauses: 0,
-        paused: Duration::ZERO,
-        oom_killed: None,
+        ..testdata::verdict(2 << 30, 1 << 30, ended)
     }
 }
 
