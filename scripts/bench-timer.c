@@ -3,16 +3,22 @@
  * schedules its checks) and does nothing else, for SECONDS. Its time on CPU per wake-up is
  * the floor a check of the guard costs before it reads anything.
  *
+ * With FILE it also reads FILE at every wake-up (opened once, read again from offset 0, as
+ * the guard keeps its files): with /proc/meminfo, the least a check that looks at free
+ * memory and swap can do.
+ *
  * Built by the script: cc -O2 -o bench-timer scripts/bench-timer.c
- * Usage: bench-timer INTERVAL_MS SECONDS */
+ * Usage: bench-timer INTERVAL_MS SECONDS [FILE] */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: bench-timer INTERVAL_MS SECONDS\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: bench-timer INTERVAL_MS SECONDS [FILE]\n");
         return 2;
     }
     long interval_ms = strtol(argv[1], NULL, 10);
@@ -21,6 +27,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench-timer: INTERVAL_MS and SECONDS must be positive\n");
         return 2;
     }
+    int file = -1;
+    if (argc == 4) {
+        file = open(argv[3], O_RDONLY | O_CLOEXEC);
+        if (file < 0) {
+            perror(argv[3]);
+            return 2;
+        }
+    }
+    static char buf[16384];
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     long wakes = seconds * 1000 / interval_ms;
@@ -31,6 +46,10 @@ int main(int argc, char **argv) {
             next.tv_sec += 1;
         }
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+        }
+        if (file >= 0 && pread(file, buf, sizeof buf, 0) < 0) {
+            perror(argv[3]);
+            return 1;
         }
     }
     return 0;

@@ -31,8 +31,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
 
-use crate::counters::{CounterSource, JobCgroup, JobCgroupState, RunState};
+use crate::counters::{CounterSource, JobCgroup, JobCgroupState, ProcessState, Result, RunState};
 use crate::process::{ProcessIdentity, TreeMemory};
+use crate::unix::exits::{ExitWatch, ExitWatches};
 
 /// One live member of a job, as last looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -69,7 +70,14 @@ pub struct Members {
     cgroup_now: Option<JobCgroupState>,
     /// The members' memory at the last full refresh: what a light one hands on.
     memory_then: Option<TreeMemory>,
+    /// Exit watches on up to [`WATCHED_AT_MOST`] live members: a light look asks them all
+    /// at once instead of reading each one's state.
+    watches: ExitWatches<ProcessIdentity>,
 }
+
+/// Members watched for their exit at most (one descriptor each); the others are looked at
+/// by their state at every check.
+pub const WATCHED_AT_MOST: usize = 64;
 
 /// The lineage search (every pid asked who its parent was) runs once every this many looks:
 /// it costs one call per process.
@@ -97,6 +105,7 @@ impl Members {
             cgroup_peak_bytes: None,
             cgroup_now: None,
             memory_then: None,
+            watches: ExitWatches::default(),
         }
     }
 
@@ -226,25 +235,74 @@ impl Members {
     }
 
     /// Reads the state of each known member and drops those that are gone; true when one
-    /// was.
+    /// was. A member not watched yet gets its exit watch here, when one is to be had.
     fn look_at_known(&mut self, counters: &impl CounterSource) -> bool {
         let before = self.live.len();
-        self.live
-            .retain_mut(|member| match counters.process_state(member.id.pid) {
+        let watches = &mut self.watches;
+        let mut gone = Vec::new();
+        self.live.retain_mut(|member| {
+            let now = if watches.watches(member.id) {
+                counters.process_state(member.id.pid)
+            } else {
+                let (now, watch) = state_watched(counters, watches.len(), member.id.pid);
+                if let (Ok(state), Some(watch)) = (&now, watch) {
+                    if state.start_time == member.id.start_time {
+                        watches.add(member.id, watch);
+                    }
+                }
+                now
+            };
+            let live = match now {
                 Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
                     member.state = now.run;
                     true
                 }
                 Ok(_) => false, // exited, or the pid names another process now
                 Err(e) => !e.is_gone(),
-            });
+            };
+            if !live {
+                gone.push(member.id);
+            }
+            live
+        });
+        watches.retain(|id| !gone.contains(&id));
+        self.live.len() != before
+    }
+
+    /// A light look at the known members: true when one is gone. The watched ones are asked
+    /// all at once, with no read (their state stays as the last full look read it: while
+    /// the job runs, only its pauses and stops read states, and those look fully); the
+    /// others by their state, as at a full look.
+    fn look_light(&mut self, counters: &impl CounterSource) -> bool {
+        if self.watches.any_exited() {
+            return true;
+        }
+        if self.watches.len() == self.live.len() {
+            return false;
+        }
+        let before = self.live.len();
+        let watches = &self.watches;
+        self.live.retain_mut(|member| {
+            if watches.watches(member.id) {
+                return true;
+            }
+            match counters.process_state(member.id.pid) {
+                Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
+                    member.state = now.run;
+                    true
+                }
+                Ok(_) => false,
+                Err(e) => !e.is_gone(),
+            }
+        });
         self.live.len() != before
     }
 
     /// Adds `pid` as a member if it lives; true when it does (then its children are looked
     /// at too).
     fn add(&mut self, counters: &impl CounterSource, pid: u32) -> bool {
-        let Ok(state) = counters.process_state(pid) else {
+        let (state, watch) = state_watched(counters, self.watches.len(), pid);
+        let Ok(state) = state else {
             return false;
         };
         if state.run == RunState::Dead {
@@ -259,6 +317,9 @@ impl Members {
                 id,
                 state: state.run,
             });
+            if let Some(watch) = watch {
+                self.watches.add(id, watch);
+            }
             self.ever.insert(id);
             if counters.tracks_lineage() {
                 self.remember_lineage(counters, pid);
@@ -319,23 +380,30 @@ impl Members {
             if gone.is_empty() {
                 return Some(self.with_cgroup(total));
             }
-            self.live.retain(|m| !gone.contains(&m.id));
+            self.drop_gone(&gone);
         }
         let (total, gone) = self.memory(counters);
-        self.live.retain(|m| !gone.contains(&m.id));
+        self.drop_gone(&gone);
         (!self.live.is_empty()).then(|| self.with_cgroup(total))
     }
 
+    /// Drops the members found `gone`, and their exit watches.
+    fn drop_gone(&mut self, gone: &[ProcessIdentity]) {
+        self.live.retain(|m| !gone.contains(&m.id));
+        self.watches.retain(|id| !gone.contains(&id));
+    }
+
     /// A light check's look (between full ones, while the job runs: see `crate::sampler`):
-    /// each known member and its state read fresh (its `stat`); new members are looked for
-    /// at the full ones. The members' memory is read fresh too, but for a job in a memory
+    /// whether each known member still lives, asked of their exit watches in one call (a
+    /// member without one: its state read fresh, its `stat`); new members are looked for at
+    /// the full ones. The members' memory is read fresh too, but for a job in a memory
     /// cgroup of its own: its figures are the cgroup's, read at the full looks (the kernel
     /// keeps its peak, so none is missed). `None` when a light look will not do, and a full
     /// [`Members::refresh`] is due: a member is gone (the job may be ending, and a member's
     /// children are the reaper's now), or there was no full refresh yet.
     pub fn refresh_light(&mut self, counters: &impl CounterSource) -> Option<TreeMemory> {
         let then = self.memory_then?;
-        if self.look_at_known(counters) || self.live.is_empty() {
+        if self.look_light(counters) || self.live.is_empty() {
             return None;
         }
         if self
@@ -385,6 +453,23 @@ impl Members {
         }
         (total, gone)
     }
+}
+
+/// `pid`'s state, read once, and a watch on its exit when fewer than [`WATCHED_AT_MOST`]
+/// are `watched` and the OS has one. The watch is opened before the read and kept only when
+/// the process has not exited after it: it then names the process the state is of (see
+/// [`crate::unix::exits`]).
+fn state_watched(
+    counters: &impl CounterSource,
+    watched: usize,
+    pid: u32,
+) -> (Result<ProcessState>, Option<ExitWatch>) {
+    let watch = (watched < WATCHED_AT_MOST && counters.live_processes())
+        .then(|| ExitWatch::open(pid))
+        .flatten();
+    let state = counters.process_state(pid);
+    let alive = matches!(&state, Ok(s) if s.run != RunState::Dead);
+    (state, watch.filter(|w| alive && !w.exited()))
 }
 
 /// Who a job is, as plain ids: the process it is named by and the cgroup Headroom made for
@@ -600,5 +685,78 @@ mod tests {
         unsafe { libc::kill(second as i32, libc::SIGKILL) };
         let _ = sh.kill();
         let _ = sh.wait();
+    }
+
+    /// Waits until `pid` (a child of ours) shows `state` in its `stat`.
+    #[cfg(target_os = "linux")]
+    fn wait_for_state(counters: &crate::counters::Counters, pid: u32, state: RunState) {
+        let seen = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            counters.process_state(pid).is_ok_and(|s| s.run == state)
+        });
+        assert!(seen, "{pid} never showed {state:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn light_looks_ask_the_exit_watches_without_reading_and_a_watch_closes_with_its_member() {
+        let counters = crate::counters::Counters::new();
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let id = ProcessIdentity::of(&counters, child.id()).unwrap();
+        let mut members = Members::of_process(id);
+        assert!(members.refresh(&counters).is_some());
+        assert!(
+            members.watches.watches(id),
+            "a full look watches the member"
+        );
+        // Stopped behind the light looks' back: they ask the watch, not `stat`, so they keep
+        // the state the last full look read; the next full look reads it.
+        // SAFETY: our own child, identified just above.
+        unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+        wait_for_state(&counters, child.id(), RunState::Stopped);
+        assert!(members.refresh_light(&counters).is_some());
+        assert_eq!(members.live()[0].state, RunState::Running);
+        assert!(members.refresh(&counters).is_some());
+        assert_eq!(members.live()[0].state, RunState::Stopped);
+        // Killed (a zombie of ours, not reaped): the watch says so, and a full look is due;
+        // it drops the member and closes the watch.
+        child.kill().unwrap();
+        let ended = (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            members.refresh_light(&counters).is_none()
+        });
+        assert!(ended, "the light looks never saw the exit");
+        assert!(members.refresh(&counters).is_none());
+        assert!(members.live().is_empty());
+        assert!(
+            members.watches.is_empty(),
+            "the watch of a gone member is closed"
+        );
+        child.wait().unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn members_past_the_watched_limit_are_looked_at_by_their_state() {
+        let counters = crate::counters::Counters::new();
+        let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+        let id = ProcessIdentity::of(&counters, child.id()).unwrap();
+        let mut members = Members::of_process(id);
+        // A copy watches nothing (a descriptor is not shared): as if past the limit.
+        assert!(members.refresh(&counters).is_some());
+        let mut copy = members.clone();
+        assert!(copy.watches.is_empty());
+        // SAFETY: our own child, identified just above.
+        unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+        wait_for_state(&counters, child.id(), RunState::Stopped);
+        assert!(copy.refresh_light(&counters).is_some());
+        assert_eq!(
+            copy.live()[0].state,
+            RunState::Stopped,
+            "read from its stat"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(copy.refresh_light(&counters).is_none());
     }
 }

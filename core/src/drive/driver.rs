@@ -139,6 +139,7 @@ pub fn run(
         members: set.clone(),
         told: 0,
         check_now: false,
+        reap_due: true,
         signal_pending: pending,
         pending: None,
         peers: peers.map(PeerBoard::new),

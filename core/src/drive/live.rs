@@ -57,6 +57,9 @@ pub(super) struct LiveSource<'a> {
     pub(super) told: u8,
     /// A check is due now (the leader just exited: is the job over?).
     pub(super) check_now: bool,
+    /// The leader may have changed state since the last reap: a signal came (or none was
+    /// looked for yet). A check reaps after its read whatever this says.
+    pub(super) reap_due: bool,
     /// Set by the signal handler's wake-up, cleared when it is taken: one queued at most.
     pub(super) signal_pending: Arc<AtomicBool>,
     /// A mark waiting for the fresh look at the job taken just before it: its sender may be
@@ -80,8 +83,12 @@ impl Source for LiveSource<'_> {
             if let Some(input) = self.interrupt() {
                 return input;
             }
-            if let Some(input) = self.reaped() {
-                return input;
+            // Between checks nothing but a signal (SIGCHLD) has news of the leader: the check
+            // just taken reaped after its read, and a signal since is pending or queued.
+            if self.reap_due || self.signal_pending.load(Ordering::SeqCst) {
+                if let Some(input) = self.reaped() {
+                    return input;
+                }
             }
             if self.check_now {
                 self.check_now = false;
@@ -89,7 +96,10 @@ impl Source for LiveSource<'_> {
             }
             self.sampler.set_interval(due);
             match self.wakes.recv_timeout(self.sampler.until_next()) {
-                Ok(Wake::Signal) => self.signal_pending.store(false, Ordering::SeqCst),
+                Ok(Wake::Signal) => {
+                    self.signal_pending.store(false, Ordering::SeqCst);
+                    self.reap_due = true;
+                }
                 Ok(Wake::Pressure) => return self.sample(),
                 Ok(Wake::Request {
                     peer,
@@ -139,6 +149,7 @@ impl LiveSource<'_> {
     /// holds the terminal for the job (its keys are sent on to every member). A Ctrl-Z is
     /// handled on the spot.
     fn reaped(&mut self) -> Option<Input> {
+        self.reap_due = false;
         loop {
             let spawned = self.spawned.as_mut()?;
             match spawned.reap()? {

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{next_tick, read_sample, ErrorOnce, Sample};
+use super::{next_tick, read_sample, ErrorOnce, Sample, FULL_EVERY, FULL_SPACING};
 use crate::counters::{Counters, SystemCounters};
 use crate::members::MemberSet;
 
@@ -25,8 +25,12 @@ pub struct InlineSampler {
     seq: u64,
     errors: ErrorOnce,
     tracked: Vec<MemberSet>,
-    /// The system counters of the last tick, for the light ones ([`super::FULL_EVERY`]).
+    /// The system counters of the last tick, for the light ones ([`FULL_EVERY`]).
     last: Option<SystemCounters>,
+    /// Ticks since the last full one, and when that was.
+    since_full: (u64, Instant),
+    /// Full ticks come this far apart at least ([`FULL_SPACING`]).
+    full_spacing: Duration,
     /// Light ticks are allowed (the job runs).
     light_allowed: bool,
     /// The next tick is a full one.
@@ -48,6 +52,8 @@ impl InlineSampler {
             errors: ErrorOnce::default(),
             tracked: Vec::new(),
             last: None,
+            since_full: (0, now),
+            full_spacing: FULL_SPACING,
             light_allowed: true,
             full_next: false,
         }
@@ -102,13 +108,22 @@ impl InlineSampler {
         self.full_next = true;
     }
 
+    /// Full ticks come at least `spacing` apart ([`FULL_SPACING`] by default).
+    #[cfg(test)]
+    pub fn space_full_ticks(&mut self, spacing: Duration) {
+        self.full_spacing = spacing;
+    }
+
     /// Reads one sample now and schedules the next tick (missed ticks are skipped). One tick
-    /// in [`super::FULL_EVERY`] reads everything, the others are light ([`read_sample`])
-    /// while they are allowed.
+    /// in [`FULL_EVERY`], and no more than one each [`FULL_SPACING`], reads everything; the
+    /// others are light ([`read_sample`]) while they are allowed.
     pub fn tick(&mut self) -> Sample {
+        let now = Instant::now();
+        let (ticks, at) = self.since_full;
         let light = self.light_allowed
             && !std::mem::take(&mut self.full_next)
-            && !self.seq.is_multiple_of(super::FULL_EVERY);
+            && (ticks < FULL_EVERY || now.saturating_duration_since(at) < self.full_spacing)
+            && self.last.is_some();
         let sample = read_sample(
             &self.counters,
             &self.tracked,
@@ -118,6 +133,7 @@ impl InlineSampler {
             self.last.as_ref().filter(|_| light),
         );
         self.last.clone_from(&sample.system);
+        self.since_full = if light { (ticks + 1, at) } else { (1, now) };
         self.seq += 1;
         (self.n, self.next) = next_tick(self.schedule_start, self.interval, self.n, Instant::now());
         sample
@@ -169,6 +185,7 @@ mod tests {
             Counters::with_proc_root(dir.path()),
             Duration::from_millis(1),
         );
+        s.space_full_ticks(Duration::ZERO);
         let mut pages = 0u64;
         let mut tick = |s: &mut InlineSampler| {
             pages += 1;
@@ -195,5 +212,33 @@ mod tests {
         assert_eq!(tick(&mut s), last, "tick 16 is light");
         s.full_next();
         assert!(tick(&mut s) > last, "tick 17 is full, as asked");
+    }
+
+    #[test]
+    fn full_ticks_come_no_closer_than_their_spacing() {
+        let dir = tempfile::tempdir().unwrap();
+        let modern = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../os/tests/fixtures/proc-modern");
+        std::fs::copy(modern.join("meminfo"), dir.path().join("meminfo")).unwrap();
+        let vmstat = dir.path().join("vmstat");
+        let mut s = InlineSampler::new(
+            Counters::with_proc_root(dir.path()),
+            Duration::from_millis(1),
+        );
+        s.space_full_ticks(Duration::from_millis(300));
+        let mut pages = 0u64;
+        let mut tick = |s: &mut InlineSampler| {
+            pages += 1;
+            std::fs::write(&vmstat, format!("pswpout {pages}\n")).unwrap();
+            s.tick().system.unwrap().swapped_out_bytes
+        };
+        let first = tick(&mut s);
+        // Five ticks and more, back to back: all light (the spacing has not passed).
+        let quick: Vec<u64> = (0..8).map(|_| tick(&mut s)).collect();
+        assert!(quick.iter().all(|&c| c == first), "{quick:?}");
+        std::thread::sleep(Duration::from_millis(300));
+        let spaced = tick(&mut s);
+        assert!(spaced > first, "full once the spacing passed");
+        assert_eq!(tick(&mut s), spaced, "then light again");
     }
 }

@@ -62,6 +62,13 @@ impl ErrorOnce {
 /// are light (see [`read_sample`]).
 pub const FULL_EVERY: u64 = 5;
 
+/// Full checks come at least this far apart: at the default half-second checks one in
+/// five is already 2.5 s apart; at the fastest (every 100 ms, near the budget) one in ten.
+/// What a full check reads alone moves slowly or is kept by the kernel (new members, the
+/// job cgroup's figures and peak, page counts, pressure, our cgroup's limit); what the stop
+/// rules read, every check reads.
+pub const FULL_SPACING: Duration = Duration::from_secs(1);
+
 /// Reads one sample: system counters and every tracked job's members (each re-checked by
 /// pid and start time).
 ///

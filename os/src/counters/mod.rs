@@ -76,6 +76,16 @@ pub trait CounterSource {
     /// [`RunState::Dead`], not an error; a start time the OS will not give is 0 (unknown).
     fn process_state(&self, pid: u32) -> Result<ProcessState>;
 
+    /// True when the pids this source reads name this system's live processes, so that a
+    /// job's members may be watched for their exit by the kernel (Linux: pidfds), and its
+    /// light checks ask that in one call instead of a read per member
+    /// ([`crate::members::Members::refresh_light`]). False for a fixture's `/proc`, a test's
+    /// process table, and where members are looked at by their state anyway (macOS reads it
+    /// with one call, no file).
+    fn live_processes(&self) -> bool {
+        false
+    }
+
     /// A live process's start-time token: the identity check run before every signal. A
     /// zombie is `Gone`.
     fn start_time(&self, pid: u32) -> Result<u64> {

@@ -7,6 +7,8 @@
 
 use std::io;
 
+use super::to_pid;
+
 /// SIGTERM.
 pub const SIGTERM: i32 = libc::SIGTERM;
 /// SIGKILL.
@@ -36,13 +38,6 @@ fn check(ret: libc::c_int) -> io::Result<()> {
     }
 }
 
-fn to_pid(pid: u32) -> io::Result<libc::pid_t> {
-    match libc::pid_t::try_from(pid) {
-        Ok(p) if p > 0 => Ok(p),
-        _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
-    }
-}
-
 /// Sends `signal` to one process. Pid 0 (our group) is refused here already.
 pub fn send(pid: u32, signal: i32) -> io::Result<()> {
     let pid = to_pid(pid)?;
@@ -57,7 +52,7 @@ pub fn send(pid: u32, signal: i32) -> io::Result<()> {
 /// pid is recycled in between; elsewhere (or on kernels without pidfds) check, then `kill`.
 pub fn send_if(pid: u32, signal: i32, same: impl FnOnce() -> bool) -> io::Result<bool> {
     #[cfg(target_os = "linux")]
-    if let Some(pinned) = pidfd::open(pid)? {
+    if let Some(pinned) = super::pidfd::Pinned::open(pid)? {
         if !same() {
             return Ok(false);
         }
@@ -87,60 +82,6 @@ pub struct Kernel;
 impl SendSignal for Kernel {
     fn send_if(&self, pid: u32, signal: i32, same: &mut dyn FnMut() -> bool) -> io::Result<bool> {
         send_if(pid, signal, same)
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod pidfd {
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
-    /// A pidfd: names one process for as long as it is open, even after the pid is reused.
-    pub struct Pinned(OwnedFd);
-
-    /// `pidfd_open(pid)`: `Ok(None)` when the kernel has no pidfds (before 5.3) or the process
-    /// is already gone (then the caller's identity check fails too).
-    pub fn open(pid: u32) -> io::Result<Option<Pinned>> {
-        let pid = super::to_pid(pid)?;
-        // SAFETY: pidfd_open takes a pid and flags and returns a new file descriptor or -1; no
-        // memory is passed.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::ENOSYS | libc::ESRCH | libc::EINVAL) => Ok(None),
-                _ => Err(e),
-            };
-        }
-        let fd = i32::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
-        // SAFETY: `fd` was just returned by pidfd_open and is owned by nobody else.
-        Ok(Some(Pinned(unsafe { OwnedFd::from_raw_fd(fd) })))
-    }
-
-    impl Pinned {
-        /// `pidfd_send_signal`; `Ok(false)` when the process has exited meanwhile.
-        pub fn send(&self, signal: i32) -> io::Result<bool> {
-            // SAFETY: a valid pidfd, a signal number, a null siginfo (the kernel fills it in
-            // as for kill) and no flags.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    self.0.as_raw_fd(),
-                    signal,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                )
-            };
-            if rc == 0 {
-                return Ok(true);
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::ESRCH) {
-                Ok(false)
-            } else {
-                Err(e)
-            }
-        }
     }
 }
 

@@ -195,6 +195,12 @@ impl Counters {
 }
 
 impl CounterSource for Counters {
+    /// True when this reader reads the live system's `/proc` (a fixture's pids name no
+    /// process here).
+    fn live_processes(&self) -> bool {
+        self.proc_root == Path::new("/proc")
+    }
+
     /// `cgroup.procs`, the freezer's state, and the kernel's peak and OOM count of a job's
     /// own cgroup.
     fn job_cgroup(&self, job: &JobCgroup) -> Result<JobCgroupState> {
