@@ -116,6 +116,8 @@ impl<'a> Taking<'a> {
         live: &[Member],
         grace: Duration,
     ) -> Self {
+        // Every look verifies a request by the members' states: each one reads them all (no
+        // light ones, `InlineSampler::allow_light`).
         let mut sampler = InlineSampler::new(counters.clone(), STOP_CHECK);
         sampler.track(set);
         let now_ms = unix_ms(SystemTime::now());

@@ -195,7 +195,19 @@ impl LiveSource<'_> {
     fn sample_as(&mut self, aimed: bool) -> Input {
         let mut sample = self.sampler.tick();
         sample.aimed = aimed;
+        // A leader the read found alive that exits after it sends SIGCHLD: reaped when that
+        // comes, as anything else a signal brings.
+        let leader_read_alive = self.spawned.as_ref().is_some_and(|spawned| {
+            !sample.tracked.is_empty()
+                && sample
+                    .tracked
+                    .iter()
+                    .all(|t| t.members.iter().any(|m| m.id.pid == spawned.leader))
+        });
         let sample = Input::Sample(sample);
+        if leader_read_alive && !self.reap_due && !self.signal_pending.load(Ordering::SeqCst) {
+            return sample;
+        }
         match self.reaped() {
             Some(exit) => {
                 self.check_now = false;

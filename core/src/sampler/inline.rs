@@ -31,7 +31,7 @@ pub struct InlineSampler {
     since_full: (u64, Instant),
     /// Full ticks come this far apart at least ([`FULL_SPACING`]).
     full_spacing: Duration,
-    /// Light ticks are allowed (the job runs).
+    /// Light ticks are allowed (the job runs; off until its driver says so).
     light_allowed: bool,
     /// The next tick is a full one.
     full_next: bool,
@@ -54,7 +54,7 @@ impl InlineSampler {
             last: None,
             since_full: (0, now),
             full_spacing: FULL_SPACING,
-            light_allowed: true,
+            light_allowed: false,
             full_next: false,
         }
     }
@@ -97,7 +97,7 @@ impl InlineSampler {
     }
 
     /// Whether the ticks that follow may be light ones (while the job runs: see
-    /// [`read_sample`]); when not, every tick is a full one.
+    /// [`read_sample`]); when not (the default), every tick is a full one.
     pub fn allow_light(&mut self, allowed: bool) {
         self.light_allowed = allowed;
     }
@@ -186,6 +186,7 @@ mod tests {
             Duration::from_millis(1),
         );
         s.space_full_ticks(Duration::ZERO);
+        s.allow_light(true);
         let mut pages = 0u64;
         let mut tick = |s: &mut InlineSampler| {
             pages += 1;
@@ -226,6 +227,7 @@ mod tests {
             Duration::from_millis(1),
         );
         s.space_full_ticks(Duration::from_millis(300));
+        s.allow_light(true);
         let mut pages = 0u64;
         let mut tick = |s: &mut InlineSampler| {
             pages += 1;
