@@ -41,24 +41,50 @@ pub(super) fn kib(k: u64) -> u64 {
     k.saturating_mul(KIB)
 }
 
+/// The `/proc/meminfo` fields [`parse_meminfo`] reads, in the kernel's order.
+const MEMINFO_FIELDS: [&[u8]; 9] = [
+    b"MemTotal",
+    b"MemFree",
+    b"MemAvailable",
+    b"Cached",
+    b"Unevictable",
+    b"SwapTotal",
+    b"SwapFree",
+    b"Zswap",
+    b"AnonPages",
+];
+
+/// `/proc/meminfo`'s fields that Headroom reads, each from the first line that names it;
+/// the read stops once all are (the first twenty-odd of fifty lines: it runs at every check).
 pub(super) fn parse_meminfo(bytes: &[u8]) -> Meminfo {
     let mut m = Meminfo::default();
+    let mut seen = [false; MEMINFO_FIELDS.len()];
+    let mut left = MEMINFO_FIELDS.len();
     for line in bytes.split(|&b| b == b'\n') {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
         };
+        let Some(field) = MEMINFO_FIELDS.iter().position(|f| *f == &line[..colon]) else {
+            continue;
+        };
+        if std::mem::replace(&mut seen[field], true) {
+            continue;
+        }
         let value = parse_kv_u64(&line[colon..]);
-        match &line[..colon] {
-            b"MemTotal" => m.total_kib = value,
-            b"MemFree" => m.free_kib = value.unwrap_or(0),
-            b"Cached" => m.cached_kib = value.unwrap_or(0),
-            b"MemAvailable" => m.available_kib = value,
-            b"SwapTotal" => m.swap_total_kib = value.unwrap_or(0),
-            b"SwapFree" => m.swap_free_kib = value.unwrap_or(0),
-            b"Zswap" => m.zswap_kib = value,
-            b"Unevictable" => m.unevictable_kib = value,
-            b"AnonPages" => m.anon_kib = value,
-            _ => {}
+        match field {
+            0 => m.total_kib = value,
+            1 => m.free_kib = value.unwrap_or(0),
+            2 => m.available_kib = value,
+            3 => m.cached_kib = value.unwrap_or(0),
+            4 => m.unevictable_kib = value,
+            5 => m.swap_total_kib = value.unwrap_or(0),
+            6 => m.swap_free_kib = value.unwrap_or(0),
+            7 => m.zswap_kib = value,
+            _ => m.anon_kib = value,
+        }
+        left -= 1;
+        if left == 0 {
+            break;
         }
     }
     m

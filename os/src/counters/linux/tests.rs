@@ -51,6 +51,32 @@ fn old_kernel_without_memavailable_psi_or_zswap() {
 }
 
 #[test]
+fn meminfo_fields_come_from_the_first_line_that_names_them_and_the_read_stops_at_the_last() {
+    let text = b"MemTotal: 100 kB\nMemFree: 10 kB\nMemAvailable: 50 kB\nCached: 5 kB\n\
+        Unevictable: 1 kB\nSwapTotal: 40 kB\nSwapFree: 30 kB\nMemFree: 99 kB\nZswap: 2 kB\n\
+        AnonPages: 20 kB\nSwapFree: 1 kB\nnot a line\n";
+    let m = parse_meminfo(text);
+    assert_eq!(m.total_kib, Some(100));
+    assert_eq!(m.free_kib, 10, "the first MemFree line");
+    assert_eq!(m.available_kib, Some(50));
+    assert_eq!(m.cached_kib, 5);
+    assert_eq!(m.unevictable_kib, Some(1));
+    assert_eq!(
+        (m.swap_total_kib, m.swap_free_kib),
+        (40, 30),
+        "read before AnonPages"
+    );
+    assert_eq!(m.zswap_kib, Some(2));
+    assert_eq!(m.anon_kib, Some(20));
+    // A kernel without some of them (before 3.14: no MemAvailable) reads to the end.
+    let old = parse_meminfo(b"MemTotal: 100 kB\nMemFree: 10 kB\nSwapTotal: 4 kB\nSwapFree: 3 kB\n");
+    assert_eq!(
+        (old.total_kib, old.available_kib, old.swap_free_kib),
+        (Some(100), None, 3)
+    );
+}
+
+#[test]
 fn meminfo_without_memtotal_is_a_parse_error_naming_the_file() {
     let err = fixture("proc-broken").read_system().unwrap_err();
     assert!(matches!(err, CounterError::Parse { .. }), "{err:?}");
