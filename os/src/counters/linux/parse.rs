@@ -55,7 +55,8 @@ const MEMINFO_FIELDS: [&[u8]; 9] = [
 ];
 
 /// `/proc/meminfo`'s fields that Headroom reads, each from the first line that names it;
-/// the read stops once all are (the first twenty-odd of fifty lines: it runs at every check).
+/// the read stops once all are (the first twenty-odd of some fifty lines: it runs at every
+/// check).
 pub(super) fn parse_meminfo(bytes: &[u8]) -> Meminfo {
     let mut m = Meminfo::default();
     let mut seen = [false; MEMINFO_FIELDS.len()];
