@@ -299,8 +299,8 @@ fn a_guard_killed_outright_leaves_a_job_that_can_be_resumed() {
 #[test]
 fn a_watch_killed_outright_leaves_a_process_that_can_be_resumed() {
     let tag = sleep_tag(7);
-    let mut sleep = Command::new("sleep").arg(&tag).spawn().unwrap();
-    let pid = sleep.id();
+    let mut sleep = KilledAtEnd(Command::new("sleep").arg(&tag).spawn().unwrap());
+    let pid = sleep.0.id();
     let pid_arg = pid.to_string();
     let mut watch = Guard::start(
         &[
@@ -326,8 +326,18 @@ fn a_watch_killed_outright_leaves_a_process_that_can_be_resumed() {
     let (code, err) = control("resume", pid);
     assert_eq!(code, Some(0), "{err}");
     assert!(wait_until(WAIT, || proc_state(pid).is_some_and(|s| s != 'T')));
-    let _ = sleep.kill();
-    let _ = sleep.wait();
+    let _ = sleep.0.kill();
+}
+
+/// A child killed and reaped when the test ends, failed or not (a stopped one left behind
+/// would hold whatever it inherited, such as a build lock).
+struct KilledAtEnd(std::process::Child);
+
+impl Drop for KilledAtEnd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]

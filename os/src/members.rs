@@ -252,14 +252,7 @@ impl Members {
                 }
                 now
             };
-            let live = match now {
-                Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
-                    member.state = now.run;
-                    true
-                }
-                Ok(_) => false, // exited, or the pid names another process now
-                Err(e) => !e.is_gone(),
-            };
+            let live = still_lives(member, now);
             if !live {
                 gone.push(member.id);
             }
@@ -283,17 +276,7 @@ impl Members {
         let before = self.live.len();
         let watches = &self.watches;
         self.live.retain_mut(|member| {
-            if watches.watches(member.id) {
-                return true;
-            }
-            match counters.process_state(member.id.pid) {
-                Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
-                    member.state = now.run;
-                    true
-                }
-                Ok(_) => false,
-                Err(e) => !e.is_gone(),
-            }
+            watches.watches(member.id) || still_lives(member, counters.process_state(member.id.pid))
         });
         self.live.len() != before
     }
@@ -452,6 +435,20 @@ impl Members {
             }
         }
         (total, gone)
+    }
+}
+
+/// Whether `member` still lives by the state `now` read of its pid (its state updated when
+/// it does): not when it exited or the pid names another process now; a failed read drops
+/// no member.
+fn still_lives(member: &mut Member, now: Result<ProcessState>) -> bool {
+    match now {
+        Ok(now) if now.start_time == member.id.start_time && now.run != RunState::Dead => {
+            member.state = now.run;
+            true
+        }
+        Ok(_) => false,
+        Err(e) => !e.is_gone(),
     }
 }
 

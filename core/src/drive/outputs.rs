@@ -1,6 +1,7 @@
 //! A job's outputs, each on a thread of its own: the terminal's lines, the trace, the job
 //! file, the report. The driver hands them the job's samples, events and its view through
-//! bounded queues and never waits: a reader that stops reading (`guard … 2>&1 | less`), a
+//! bounded queues and never waits (but once, at the start, for the job file that others act
+//! on: [`Sink::written_before_requests`]): a reader that stops reading (`guard … 2>&1 | less`), a
 //! FIFO nobody reads or a slow disk holds up that output alone, never a decision or a
 //! signal. An output that fails is dropped and the others are told; one that falls a whole
 //! queue behind loses updates (counted and said), never the job.
@@ -18,6 +19,10 @@ use crate::sampler::Sample;
 pub const OUTPUT_BACKLOG: usize = 4096;
 /// How long the end waits for an output other than the terminal to write what it was given.
 pub const FINISH_WAIT: Duration = Duration::from_secs(5);
+
+/// How long the start waits for the outputs others act on to have written it
+/// ([`Sink::written_before_requests`]).
+pub const START_WAIT: Duration = Duration::from_secs(2);
 
 /// A consumer of a job's progress: the terminal's lines, a trace, the app's job file, a
 /// report. Each runs on its own thread; its errors drop it, never the job.
@@ -40,6 +45,14 @@ pub trait Sink: Send {
     fn sample_gate(&self) -> Option<Box<dyn SampleGate>> {
         None
     }
+    /// True for an output that others act on (the job file: `headroom resume|stop` of a job
+    /// whose guard is gone read it): the start waits until it has written the job's start
+    /// (up to [`START_WAIT`]), so that the job's socket takes no request (a pause) before a
+    /// file names the job for whoever must resume it should the guard be killed.
+    fn written_before_requests(&self) -> bool {
+        false
+    }
+
     /// The job is watched.
     fn started(&mut self, _view: &JobView) -> io::Result<()> {
         Ok(())
@@ -89,6 +102,8 @@ struct Worker {
     queue: SyncSender<Update>,
     /// Disconnects when the worker's thread ends.
     done: Receiver<()>,
+    /// Hears when the start is written, for an output written before requests.
+    started: Option<Receiver<()>>,
     dropped: u64,
 }
 
@@ -118,12 +133,18 @@ impl Outputs {
             let terminal = sink.is_terminal();
             let samples = sink.wants_samples();
             let gate = sink.sample_gate();
+            let (written, started) = if sink.written_before_requests() {
+                let (tx, rx) = mpsc::sync_channel::<()>(1);
+                (Some(tx), Some(rx))
+            } else {
+                (None, None)
+            };
             let problems = Arc::clone(&problems);
             std::thread::Builder::new()
                 .name("headroom-output".into())
                 .spawn(move || {
                     let _alive = alive;
-                    serve(sink, &updates, &problems);
+                    serve(sink, &updates, &problems, written.as_ref());
                 })?;
             workers.push(Worker {
                 name,
@@ -132,15 +153,26 @@ impl Outputs {
                 gate,
                 queue,
                 done,
+                started,
                 dropped: 0,
             });
         }
         Ok(Outputs { workers, problems })
     }
 
-    /// The job is watched.
+    /// The job is watched: told to every output, and waited for (up to [`START_WAIT`]) by
+    /// those written before requests ([`Sink::written_before_requests`]).
     pub fn started(&mut self, view: &Arc<JobView>) {
         self.send(|| Update::Started(Arc::clone(view)));
+        let end = Instant::now() + START_WAIT;
+        for worker in &mut self.workers {
+            if let Some(written) = worker.started.take() {
+                let left = end.saturating_duration_since(Instant::now());
+                if written.recv_timeout(left).is_err() {
+                    tracing::warn!("{} did not write the job's start in time", worker.name);
+                }
+            }
+        }
     }
 
     /// One sample (to the outputs that want samples, and want this one).
@@ -250,10 +282,21 @@ impl Outputs {
 }
 
 /// One output's thread: every update to its sink until the queue closes or it fails.
-fn serve(mut sink: Box<dyn Sink>, updates: &Receiver<Update>, problems: &Mutex<Vec<String>>) {
+fn serve(
+    mut sink: Box<dyn Sink>,
+    updates: &Receiver<Update>,
+    problems: &Mutex<Vec<String>>,
+    written: Option<&SyncSender<()>>,
+) {
     while let Ok(update) = updates.recv() {
         let result = match update {
-            Update::Started(view) => sink.started(&view),
+            Update::Started(view) => {
+                let result = sink.started(&view);
+                if let Some(written) = written {
+                    let _ = written.try_send(());
+                }
+                result
+            }
             Update::Sample(sample, view) => sink.sample(&sample, &view),
             Update::Event(t, event, view) => sink.event(t, &event, &view),
             Update::Problem(text) => {
@@ -287,5 +330,75 @@ fn serve(mut sink: Box<dyn Sink>, updates: &Receiver<Update>, problems: &Mutex<V
                 .push(text);
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A sink whose start takes `delay`, and says when it is written.
+    struct SlowStart {
+        delay: Duration,
+        before_requests: bool,
+        written: Arc<AtomicBool>,
+    }
+
+    impl Sink for SlowStart {
+        fn name(&self) -> String {
+            "a slow start".into()
+        }
+
+        fn written_before_requests(&self) -> bool {
+            self.before_requests
+        }
+
+        fn started(&mut self, _view: &JobView) -> io::Result<()> {
+            std::thread::sleep(self.delay);
+            self.written.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn slow(delay: Duration, before_requests: bool) -> (Box<dyn Sink>, Arc<AtomicBool>) {
+        let written = Arc::new(AtomicBool::new(false));
+        let sink = SlowStart {
+            delay,
+            before_requests,
+            written: Arc::clone(&written),
+        };
+        (Box::new(sink), written)
+    }
+
+    #[test]
+    fn the_start_waits_for_the_outputs_others_act_on_and_for_no_other() {
+        let (job_file, file_written) = slow(Duration::from_millis(100), true);
+        let (trace, trace_written) = slow(START_WAIT, false);
+        let mut outputs = Outputs::start(vec![job_file, trace]).unwrap();
+        outputs.started(&Arc::new(JobView::default()));
+        assert!(
+            file_written.load(Ordering::SeqCst),
+            "not written before requests"
+        );
+        assert!(
+            !trace_written.load(Ordering::SeqCst),
+            "the trace held the start up"
+        );
+        outputs.finish(&Arc::new(JobView::default()), &|| false);
+    }
+
+    #[test]
+    fn an_output_that_never_writes_its_start_holds_the_job_up_no_longer_than_the_wait() {
+        let (stuck, _) = slow(START_WAIT * 3, true);
+        let mut outputs = Outputs::start(vec![stuck]).unwrap();
+        let at = Instant::now();
+        outputs.started(&Arc::new(JobView::default()));
+        let waited = at.elapsed();
+        assert!(
+            waited >= START_WAIT && waited < START_WAIT * 2,
+            "{waited:?}"
+        );
+        outputs.finish(&Arc::new(JobView::default()), &|| true);
     }
 }

@@ -149,6 +149,10 @@ impl Sink for Publisher {
         format!("the job file in {}", self.dir.display())
     }
 
+    fn written_before_requests(&self) -> bool {
+        true
+    }
+
     fn started(&mut self, view: &JobView) -> io::Result<()> {
         // Prunes old finished files (the liveness test is not needed for those).
         list_at(&self.dir, unix_ms(SystemTime::now()), |_| true, |_| true);
