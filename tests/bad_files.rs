@@ -123,6 +123,27 @@ fn every_number_a_trace_holds_is_bounded() {
             ],
             3,
         ),
+        // Records out of place: what one run's writer never writes.
+        (
+            "t-goes-back",
+            vec![START.into(), sample("1", "0", "50"), SAMPLE.into()],
+            3,
+        ),
+        (
+            "after-the-end",
+            vec![
+                START.into(),
+                SAMPLE.into(),
+                r#"{"type":"end"}"#.into(),
+                sample("1", "0", "50"),
+            ],
+            4,
+        ),
+        (
+            "second-start",
+            vec![START.into(), SAMPLE.into(), START.into()],
+            3,
+        ),
     ];
     for (name, lines, bad) in cases {
         let file = dir.path().join(format!("{name}.jsonl"));
@@ -167,4 +188,83 @@ fn a_size_no_machine_has_is_refused_once_naming_its_flag() {
     }
     let (_, out, _) = run(&["history", "--json"]);
     assert!(!out.contains(&key), "nothing was recorded: {out}");
+}
+
+#[test]
+fn a_trace_without_samples_is_bad_input_and_a_long_one_plots_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    fs::write(&empty, format!("{START}\n")).unwrap();
+    let svg = dir.path().join("empty.svg");
+    for args in readers(&empty, &svg).into_iter().take(3) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("no samples"), "{args:?}: {err}");
+    }
+    // 200,000 samples (a day and a half at 0.5 s) with one spike: the chart is drawn from a
+    // bounded series, and keeps the spike.
+    let long = dir.path().join("long.jsonl");
+    let mut text = format!("{START}\n");
+    for i in 0..200_000u64 {
+        let swap = if i == 123_457 { 9u64 << 30 } else { 1 << 30 };
+        text.push_str(&format!(
+            "{{\"type\":\"sample\",\"t\":{},\"footprint\":{},\"swap_used\":{swap},\"level\":50}}\n",
+            i as f64 * 0.5,
+            2u64 << 30
+        ));
+    }
+    fs::write(&long, text).unwrap();
+    let svg = dir.path().join("long.svg");
+    let (code, _, err) = run(&[
+        "trace",
+        "plot",
+        long.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let size = fs::metadata(&svg).unwrap().len();
+    assert!(size < 2 << 20, "a {size}-byte chart");
+    let (code, out, err) = run(&["trace", "summary", long.to_str().unwrap(), "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["swap_peak_bytes"].as_u64(), Some(9 << 30), "{out}");
+    // The chart is drawn from the bounded series, which keeps the spike.
+    let text = fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("+8.0 GB, peak 9.0 GB"), "the spike is lost");
+}
+
+#[test]
+fn a_summary_and_a_replay_judge_from_the_same_start() {
+    // The guard's swap at the start (read before the job) is the baseline of both.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    let gib = 1u64 << 30;
+    let lines = [
+        format!(
+            r#"{{"type":"start","interval":0.5,"swap_start":{}}}"#,
+            4 * gib
+        ),
+        format!(
+            r#"{{"type":"sample","t":0,"footprint":1,"swap_used":{},"level":50}}"#,
+            gib
+        ),
+        format!(
+            r#"{{"type":"sample","t":0.5,"footprint":1,"swap_used":{},"level":50}}"#,
+            3 * gib
+        ),
+    ];
+    fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.to_str().unwrap();
+    let (code, out, err) = run(&["trace", "summary", f, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (code, out, err) = run(&["trace", "replay", f, "--json", "--swap-budget", "100G"]);
+    assert_eq!(code, Some(0), "{err}");
+    let replay: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        summary["swap_rise_bytes"], replay["verdict"]["swap_growth_bytes"],
+        "{summary} {replay}"
+    );
 }

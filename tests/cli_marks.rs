@@ -194,3 +194,189 @@ fn trace_plot_labels_each_stage_with_the_swap_it_added() {
         "a stage that added nothing keeps its name alone"
     );
 }
+
+/// A Python job that opens a version-2 session with its guard (`HEADROOM_MARK`), sends each
+/// line of the JSON list in the file `argv[1]` and waits for its answer, prints the answers
+/// as one JSON list, then sleeps `argv[2]` seconds.
+const SESSION_JOB: &str = r#"
+import json, os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["HEADROOM_MARK"])
+r = s.makefile("rb")
+s.sendall(b'{"hello":2}\n')
+r.readline()
+answers = []
+for line in json.load(open(sys.argv[1])):
+    s.sendall(line.encode() + b"\n")
+    answers.append(r.readline().decode().strip())
+print(json.dumps(answers), flush=True)
+time.sleep(float(sys.argv[2]))
+"#;
+
+/// Runs [`SESSION_JOB`] under a guard checking every `poll`, tracing to `trace`: the guard's
+/// exit code, the job's answers and the guard's stderr.
+fn guard_session_job(
+    trace: &std::path::Path,
+    poll: &str,
+    lines: &[String],
+    sleep_secs: f64,
+) -> (Option<i32>, Vec<String>, String) {
+    let file = trace.with_extension("lines.json");
+    std::fs::write(&file, serde_json::to_string(lines).unwrap()).unwrap();
+    let lines = file.to_str().unwrap();
+    let (c, out, err) = run(&[
+        "guard",
+        "--wait-free",
+        "0",
+        "--poll",
+        poll,
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        SESSION_JOB,
+        lines,
+        &sleep_secs.to_string(),
+    ]);
+    let answers = out
+        .lines()
+        .find_map(|l| serde_json::from_str::<Vec<String>>(l).ok())
+        .unwrap_or_else(|| panic!("no answers: {out} {err}"));
+    (c, answers, err)
+}
+
+/// The trace's records of `type`, in order.
+fn trace_records(trace: &std::path::Path, kind: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == kind)
+        .collect()
+}
+
+#[test]
+fn marks_never_delay_the_regular_checks() {
+    // A training loop marks the same three names at every step: 300 marks in a burst, then
+    // 3 s of work. Each mark takes a fresh look, and the regular checks go on on the clock's
+    // schedule after them (each extra look used to push the schedule one interval on: 300
+    // marks left the job unchecked for the rest of its run).
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let names = ["forward", "backward", "optimizer"];
+    let lines: Vec<String> = (0..300)
+        .map(|i| format!("{{\"stage\":\"{}\"}}", names[i % 3]))
+        .collect();
+    let (c, answers, err) = guard_session_job(&trace, "0.25s", &lines, 3.0);
+    assert_eq!(c, Some(0), "{err}");
+    assert!(answers.iter().all(|a| a == "ok"), "{answers:?}");
+    // The terminal shows each stage once and says that the rest repeat: not 300 lines.
+    let stage_lines = err.lines().filter(|l| l.contains("stage ")).count();
+    assert!(stage_lines <= 4, "{stage_lines} stage lines: {err}");
+    assert!(err.contains("stages that repeat are not shown"), "{err}");
+    let last_mark = trace_records(&trace, "event")
+        .iter()
+        .filter(|e| e["kind"] == "stage")
+        .filter_map(|e| e["t"].as_f64())
+        .fold(0.0, f64::max);
+    let after: Vec<f64> = trace_records(&trace, "sample")
+        .iter()
+        .filter_map(|s| s["t"].as_f64())
+        .filter(|t| *t > last_mark)
+        .collect();
+    // 3 s at 0.25 s: about 12 regular checks; no gap longer than two intervals and a half.
+    assert!(
+        after.len() >= 8,
+        "{} checks after the marks: {after:?}",
+        after.len()
+    );
+    let gaps = std::iter::once(after[0] - last_mark).chain(after.windows(2).map(|w| w[1] - w[0]));
+    for gap in gaps {
+        assert!(gap <= 0.625, "a {gap:.3} s gap between checks: {after:?}");
+    }
+}
+
+#[test]
+fn a_report_out_of_bounds_is_refused_and_the_trace_stays_readable() {
+    // What the guard writes from a member's report, its own readers read: sizes and times
+    // past the bounds a trace holds are refused where the line comes in.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let lines = [
+        r#"{"event":{"kind":"load","name":"x","nbytes":18446744073709551615,"seconds":1e308}}"#,
+        r#"{"event":{"kind":"load","name":"x","nbytes":1000}}"#,
+        r#"{"event":{"kind":"load","name":"x","seconds":1e308}}"#,
+        r#"{"event":{"kind":"release","name":"x","nbytes":18446744073709551615}}"#,
+        r#"{"event":{"kind":"load","name":"y","nbytes":5000000,"seconds":2.5}}"#,
+    ]
+    .map(String::from);
+    let (c, answers, err) = guard_session_job(&trace, "0.1s", &lines, 0.3);
+    assert_eq!(c, Some(0), "{err}");
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    // Two good reports within a second: one line, and the other counted.
+    assert!(err.contains("1 more events (not shown)"), "{err}");
+    for (i, why) in [(0, "seconds: 1e308"), (2, "seconds: 1e308"), (3, "nbytes")] {
+        assert!(
+            answers[i].starts_with("error: ") && answers[i].contains(why),
+            "line {i}: {answers:?}"
+        );
+    }
+    assert_eq!((answers[1].as_str(), answers[4].as_str()), ("ok", "ok"));
+    let loads: Vec<serde_json::Value> = trace_records(&trace, "event")
+        .into_iter()
+        .filter(|e| e["kind"] == "load")
+        .collect();
+    assert_eq!(
+        loads.len(),
+        2,
+        "only the good reports reach the trace: {loads:?}"
+    );
+    let trace_arg = trace.to_str().unwrap();
+    let svg = dir.path().join("t.svg");
+    for args in [
+        vec!["trace", "summary", trace_arg],
+        vec!["trace", "replay", trace_arg, "--swap-budget", "1G"],
+        vec!["trace", "plot", trace_arg, "-o", svg.to_str().unwrap()],
+    ] {
+        let (c, out, err) = run(&args);
+        assert_eq!(c, Some(0), "{args:?}: {out} {err}");
+    }
+}
+
+#[test]
+fn a_flood_of_reports_is_summed_on_the_terminal() {
+    // 2,000 events in a few seconds reach the trace, each; the terminal shows about one a
+    // second and counts the rest.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let lines: Vec<String> = (0..2000)
+        .map(|i| format!("{{\"event\":{{\"kind\":\"mark\",\"note\":\"step {i}\"}}}}"))
+        .collect();
+    let (c, answers, err) = guard_session_job(&trace, "0.5s", &lines, 0.2);
+    assert_eq!(c, Some(0), "{err}");
+    assert!(answers.iter().all(|a| a == "ok"), "{answers:?}");
+    let marks = trace_records(&trace, "event")
+        .iter()
+        .filter(|e| e["kind"] == "mark")
+        .count();
+    assert_eq!(marks, 2000);
+    assert!(
+        err.lines().count() < 40,
+        "{} lines: {err}",
+        err.lines().count()
+    );
+    // Every output keeps up and finishes (the job file is not written once per event).
+    assert!(!err.contains("could not be finished"), "{err}");
+    let not_shown: u64 = err
+        .lines()
+        .filter_map(|l| {
+            l.split(": ")
+                .last()?
+                .strip_suffix(" more events (not shown)")
+        })
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    let shown = err.lines().filter(|l| l.contains("step ")).count() as u64;
+    assert_eq!(shown + not_shown, 2000, "{err}");
+}

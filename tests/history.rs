@@ -353,3 +353,74 @@ fn fit_compares_with_the_floor_the_jobs_guard_keeps() {
     assert_eq!(code, Some(2));
     assert!(err.contains("--kill-free"), "{err}");
 }
+
+#[test]
+fn an_import_is_honest_about_what_it_reads_and_adds() {
+    // The same run imported again (the same file, a link to it) is added once; a FIFO and a
+    // device are refused at once (one would hang the import, the other never end), each
+    // naming the file; figures past the bounds name the file and line.
+    let key = format!("twice-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/core/tests/fixtures/macos-traces/qwen-image-2026-10-06/eager-1.trace.jsonl"
+    );
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(trace, &link).unwrap();
+    for (n, path) in [trace, trace, link.to_str().unwrap()]
+        .into_iter()
+        .enumerate()
+    {
+        let (code, _, err) = run(&["history", "import", path, "--key", &key]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(
+            err.contains("in the history already: not imported again"),
+            n > 0,
+            "import {n}: {err}"
+        );
+    }
+    let (_, out, _) = run(&["history", &key, "--json"]);
+    let runs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{out}");
+
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for path in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let mut child = headroom()
+            .args(["history", "import", path, "--key", &key])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = support::wait_until(std::time::Duration::from_secs(10), || {
+            child.try_wait().unwrap().is_some()
+        });
+        if !ended {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(ended, "{path}: the import hangs");
+        assert_eq!(out.status.code(), Some(2), "{path}: {err}");
+        assert!(
+            err.contains(&format!("{path}: not a regular file")),
+            "{err}"
+        );
+    }
+
+    let history = dir.path().join("history.jsonl");
+    std::fs::write(
+        &history,
+        r#"{"end": "2026-10-05T10:00:00+00:00", "who": "w", "cmd": "x", "exit": 0, "run_s": 1.0, "peak_footprint": 18446744073709551615, "swap_start": 0, "swap_peak": 0}"#,
+    )
+    .unwrap();
+    let (code, _, err) = run(&["history", "import", history.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}:1: 'peak_footprint'", history.display())),
+        "{err}"
+    );
+}

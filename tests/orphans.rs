@@ -273,3 +273,130 @@ fn a_paused_job_whose_guard_is_gone_is_resumed_paused_and_stopped() {
         }
     }
 }
+
+#[test]
+fn what_a_job_forks_after_its_guard_died_is_stopped_too() {
+    // The job forks a `setsid`, double-forked worker after its guard is killed outright: the
+    // worker is re-parented to init (no subreaper holds it any more), in no listed member's
+    // tree. A stop without the guard must find it (its cgroup; else the job's mark in its
+    // environment) and stop it, and say "stopped" only then.
+    let (modes, _lock) = modes();
+    for (n, mode) in modes.into_iter().enumerate() {
+        let tag = sleep_tag(80 + n as u32);
+        let script = format!("sleep 1.5; setsid sh -c 'sleep {tag} &'; sleep 3600");
+        let mut guard = guard(mode, &script, &format!("late-fork-{n}"));
+        let me = guard.pid();
+        let _leftovers = Leftovers {
+            tag: tag.clone(),
+            guard: me,
+        };
+        let leader = leader_of(&guard);
+        kill_guard_once(&mut guard, leader, "running");
+        // The worker: the `sleep` of the tag (the leader's command line holds it too).
+        let sleeper = || {
+            members(&tag, me).into_iter().find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "sleep")
+            })
+        };
+        assert!(
+            wait_until(WAIT, || sleeper().is_some()),
+            "{mode:?}: the job did not fork its worker"
+        );
+        let worker = sleeper().unwrap();
+        assert_ne!(
+            support::guard::ppid(worker),
+            Some(leader),
+            "{mode:?}: not re-parented"
+        );
+        let (code, err) = control("stop", leader);
+        assert_eq!(code, Some(0), "{mode:?}: {err}");
+        assert!(err.contains("stopped"), "{mode:?}: {err}");
+        assert!(
+            wait_until(Duration::from_secs(2), || {
+                matches!(proc_state(worker), None | Some('Z'))
+            }),
+            "{mode:?}: the late worker {worker} runs on after {err:?}"
+        );
+        // Every cgroup made for the job (memory and freezer) is removed with it.
+        let left = support::guard::job_cgroups_of(me);
+        assert!(left.is_empty(), "{mode:?}: {left:?} left behind");
+    }
+}
+
+/// A guard over `sh -c SCRIPT` in `mode` whose limit on open files, soft and hard, is `n`.
+fn guard_with_open_files(mode: Mode, script: &str, name: &str, n: u64) -> Guard {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = headroom();
+    if mode == Mode::Cgroup {
+        cmd.env_remove("HEADROOM_JOB_CGROUP");
+    }
+    // SAFETY: between fork and exec only async-signal-safe calls: setrlimit on a stack value.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let stderr = support::test_home().join(format!("{name}.stderr"));
+    let child = cmd
+        .args(QUICK_GUARD)
+        .args(["--", "sh", "-c", script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    Guard { child, stderr }
+}
+
+#[test]
+fn a_guard_out_of_descriptors_still_sees_and_stops_its_whole_job() {
+    // 120 processes under a guard whose limit on open files is 64, hard: it holds fewer
+    // descriptors for speed (kept /proc files, exit watches) and keeps a reserve for what it
+    // cannot do without, so it sees every process, writes its job file, and stops them all.
+    let (modes, _lock) = modes();
+    for (n, mode) in modes.into_iter().enumerate() {
+        let tag = sleep_tag(90 + n as u32);
+        let script = format!("i=0; while [ $i -lt 120 ]; do sleep {tag} & i=$((i+1)); done; wait");
+        let mut guard = guard_with_open_files(mode, &script, &format!("fds-{n}"), 64);
+        let me = guard.pid();
+        let _leftovers = Leftovers {
+            tag: tag.clone(),
+            guard: me,
+        };
+        assert!(
+            wait_until(WAIT, || members(&tag, me).len() == 121),
+            "{mode:?}: the job did not start: {}",
+            guard.stderr()
+        );
+        let leader = leader_of(&guard);
+        assert!(
+            wait_until(WAIT, || listed_jobs().iter().any(|(pid, _)| *pid == leader)),
+            "{mode:?}: no job file: {}",
+            guard.stderr()
+        );
+        // A few checks with every member known.
+        std::thread::sleep(Duration::from_millis(800));
+        let (code, err) = control("stop", leader);
+        assert_eq!(code, Some(0), "{mode:?}: {err} {}", guard.stderr());
+        let left = members(&tag, me);
+        assert!(
+            left.is_empty(),
+            "{mode:?}: {} still run: {}",
+            left.len(),
+            guard.stderr()
+        );
+        assert_eq!(guard.wait(), Some(3), "{mode:?}: {}", guard.stderr());
+        let said = guard.stderr();
+        assert!(!said.contains("Too many open files"), "{mode:?}: {said}");
+        let left = support::guard::job_cgroups_of(me);
+        assert!(left.is_empty(), "{mode:?}: {left:?} left behind");
+    }
+}

@@ -10,8 +10,12 @@
 mod support;
 
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use support::guard::{all_in_state, control, members as hogs, none_stopped, ppid, Guard, WAIT};
+use support::guard::{
+    all_in_state, control, members as hogs, none_stopped, ppid, sleep_tag, Guard, Leftovers,
+    QUICK_GUARD, WAIT,
+};
 use support::{headroom, hog_path, live_with_tag, proc_state, run_to_files, tag, wait_until};
 
 fn hog_args(tag: &str) -> Vec<String> {
@@ -239,4 +243,98 @@ fn a_guard_killed_outright_leaves_no_stopped_job_behind() {
             .map(|&p| proc_state(p))
             .collect::<Vec<_>>()
     );
+}
+
+/// A quick guard over `sh -c SCRIPT` (`{tag}` in it replaced by `tag`), whose script starts
+/// two `sleep TAG`, once both run; what it leaves is killed at the end.
+fn two_sleeps(tag: &str, script: &str, name: &str) -> (Guard, Leftovers) {
+    two_sleeps_as(tag, script, name, false)
+}
+
+/// [`two_sleeps`], the guard in a session of its own when `new_session`.
+fn two_sleeps_as(tag: &str, script: &str, name: &str, new_session: bool) -> (Guard, Leftovers) {
+    let script = script.replace("{tag}", tag);
+    let mut args = QUICK_GUARD.to_vec();
+    args.extend(["--", "sh", "-c", &script]);
+    let guard = if new_session {
+        Guard::start_in_new_session(&args, name)
+    } else {
+        Guard::start(&args, name)
+    };
+    let leftovers = Leftovers {
+        tag: tag.to_string(),
+        guard: guard.pid(),
+    };
+    // The two sleeps and the shell, whose command line holds the tag too.
+    assert!(
+        wait_until(WAIT, || hogs(tag, guard.pid()).len() == 3),
+        "the job did not start: {}",
+        guard.stderr()
+    );
+    (guard, leftovers)
+}
+
+#[test]
+fn a_stop_signal_to_a_guard_outside_a_terminal_stops_its_job_too() {
+    // `kill -TSTP` of a guard with no terminal: it suspends with its job paused (every
+    // member stopped), never alone while the job runs on unguarded; SIGCONT continues both.
+    // Also in a session of its own, where its process group is orphaned and the kernel
+    // discards a SIGTSTP the guard would raise to stop itself.
+    for (n, new_session) in [false, true].into_iter().enumerate() {
+        let tag = sleep_tag(70 + n as u32);
+        let script = "sleep {tag} & setsid sleep {tag} & wait";
+        let (guard, _leftovers) = two_sleeps_as(&tag, script, "tstp", new_session);
+        let me = guard.pid();
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: a signal to our own child, which is alive (dropped only at the end).
+        assert_eq!(unsafe { libc::kill(me as i32, libc::SIGTSTP) }, 0);
+        assert!(
+            wait_until(WAIT, || proc_state(me) == Some('T')),
+            "new session {new_session}: the guard did not suspend: {}",
+            guard.stderr()
+        );
+        assert!(
+            wait_until(WAIT, || all_in_state(&tag, me, 'T')),
+            "new session {new_session}: the job runs on while its guard is stopped: {:?}",
+            hogs(&tag, me)
+                .iter()
+                .map(|&p| proc_state(p))
+                .collect::<Vec<_>>()
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(me as i32, libc::SIGCONT) }, 0);
+        assert!(
+            wait_until(WAIT, || proc_state(me) != Some('T')
+                && none_stopped(&tag, me)),
+            "new session {new_session}: the job was not continued with its guard: {}",
+            guard.stderr()
+        );
+    }
+}
+
+#[test]
+fn stop_says_stopped_only_once_the_job_is_gone() {
+    // A job that ignores SIGTERM runs through its guard's grace (1 s) before SIGKILL: `stop`
+    // served by the live guard answers once no process of the job is left, as the stop of a
+    // job whose guard is gone does, not at once while the job still runs.
+    let tag = sleep_tag(72);
+    let script = "trap '' TERM; sleep {tag} & sleep {tag} & wait";
+    let (mut guard, _leftovers) = two_sleeps(&tag, script, "stop-grace");
+    let me = guard.pid();
+    let leader = support::guard::leader_of(&guard);
+    let asked = std::time::Instant::now();
+    let (code, err) = control("stop", leader);
+    let left = hogs(&tag, me);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("stopped the job"), "{err}");
+    assert!(
+        left.is_empty(),
+        "stop returned with {left:?} still running: {err}"
+    );
+    assert!(
+        asked.elapsed() >= Duration::from_millis(900),
+        "the job ignores SIGTERM: its grace passed before it was gone ({:?})",
+        asked.elapsed()
+    );
+    assert_eq!(guard.wait(), Some(3), "{}", guard.stderr());
 }

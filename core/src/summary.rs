@@ -103,6 +103,11 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
     let first = samples.first()?;
     let last = samples.last()?;
     let swap_peak = samples.iter().map(|s| s.swap_used).max().unwrap_or(0);
+    // Swap at the run's start as the guard read it before the job (the trace's `start`
+    // keeps it), else its first reading: the baseline a replay judges by too.
+    let swap_start = crate::sampler::recorded::RunRecord::of(trace)
+        .swap_start_bytes
+        .unwrap_or(first.swap_used);
     let has_stage_events = trace.events.iter().any(|e| e.kind == "stage");
     let mut stages: Vec<StagePeak> = Vec::new();
     if has_stage_events {
@@ -133,10 +138,10 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
     Some(Summary {
         samples: samples.len(),
         peak_footprint_bytes: samples.iter().map(|s| s.footprint).max().unwrap_or(0),
-        swap_start_bytes: first.swap_used,
+        swap_start_bytes: swap_start,
         swap_peak_bytes: swap_peak,
         swap_end_bytes: last.swap_used,
-        swap_rise_bytes: swap_peak.saturating_sub(first.swap_used),
+        swap_rise_bytes: swap_peak.saturating_sub(swap_start),
         in_use_rise_bytes: first.in_use.map(|start| {
             let peak = samples
                 .iter()

@@ -287,7 +287,8 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Reads a trace from `reader`; errors name `path` and the line. A last line cut off
 /// mid-write (no newline, not valid JSON) is dropped and noted; a complete line that is not
-/// a record is an error, wherever it is.
+/// a record, a number past its bounds ([`check_record`]) and a record out of place
+/// ([`check_order`]) are errors, wherever they are.
 pub fn parse_trace(mut reader: impl BufRead, path: &Path) -> Result<Trace, TraceError> {
     let err = |line: usize, message: String| TraceError {
         path: path.to_path_buf(),
@@ -328,7 +329,7 @@ pub fn parse_trace(mut reader: impl BufRead, path: &Path) -> Result<Trace, Trace
             }
             Err(e) => return Err(err(number, format!("not a trace record: {e}"))),
         };
-        if let Err(message) = check_record(&record) {
+        if let Err(message) = check_record(&record).and_then(|()| check_order(&trace, &record)) {
             return Err(err(number, message));
         }
         add_record(&mut trace, record);
@@ -398,6 +399,27 @@ fn check_record(record: &Record) -> Result<(), String> {
             bytes("nbytes", e.nbytes)
         }
         Record::Error { t: Some(t), .. } => seconds("t", *t),
+        _ => Ok(()),
+    }
+}
+
+/// Where `record` may stand after what `trace` holds so far: one `start` at most, nothing
+/// after the `end` (but records of kinds this version does not know), and samples whose `t`
+/// never goes back (a writer's clock only moves on: a trace out of order was not written by
+/// one run).
+fn check_order(trace: &Trace, record: &Record) -> Result<(), String> {
+    if trace.ended && !matches!(record, Record::Unknown) {
+        return Err("a record after the trace's end".into());
+    }
+    match record {
+        Record::Start { .. } if trace.start.is_some() => Err("a second start record".into()),
+        Record::Sample(s) => match trace.samples.last() {
+            Some(last) if s.t < last.t => Err(format!(
+                "t: {} comes before the sample before it ({}): samples are in time order",
+                s.t, last.t
+            )),
+            _ => Ok(()),
+        },
         _ => Ok(()),
     }
 }

@@ -62,6 +62,9 @@ pub struct Members {
     mark: Option<String>,
     /// Looks so far: the lineage search runs every [`LINEAGE_EVERY`].
     looks: u64,
+    /// A job taken over from its file ([`Members::taken_over`]): no subreaper holds what it
+    /// forks any more, so each look also searches for the processes that carry its mark.
+    orphans_by_mark: bool,
     /// The job's own cgroup, where it has one: its processes are the members, exactly.
     cgroup: Option<JobCgroup>,
     /// The kernel's high-water mark of the cgroup's memory at the last look.
@@ -101,6 +104,7 @@ impl Members {
             root_unique: None,
             mark: None,
             looks: 0,
+            orphans_by_mark: false,
             cgroup: None,
             cgroup_peak_bytes: None,
             cgroup_now: None,
@@ -112,10 +116,13 @@ impl Members {
     /// A job whose guard is gone, taken over from its job file: `root` (its leader, alive or
     /// not), the members the file `listed`, and from then on their descendants (no subreaper
     /// catches what they fork any more, and the group is not listed: its id may name another
-    /// job's group by now). Where the job has a cgroup of its own ([`Members::in_cgroup`]),
-    /// its processes are the members, exactly.
+    /// job's group by now) and, with the guard's mark ([`Members::with_mark`]), every process
+    /// started since the job that carries the mark in its environment (what the job forked
+    /// after its guard died, re-parented out of every member's tree). Where the job has a
+    /// cgroup of its own ([`Members::in_cgroup`]), its processes are the members, exactly.
     pub fn taken_over(root: ProcessIdentity, listed: &[ProcessIdentity]) -> Self {
         let mut members = Self::of_process(root);
+        members.orphans_by_mark = true;
         for id in listed {
             if members.ever.insert(*id) {
                 members.live.push(Member {
@@ -206,6 +213,8 @@ impl Members {
         }
         if lineage && self.looks.is_multiple_of(LINEAGE_EVERY) {
             found.extend(self.forked_from_members(counters, &visited));
+        } else if self.orphans_by_mark && !lineage && self.cgroup.is_none() {
+            found.extend(self.marked_since_root(counters, &visited));
         }
         self.looks += 1;
         for pid in found {
@@ -344,6 +353,30 @@ impl Members {
             .collect()
     }
 
+    /// The processes not yet members that started no earlier than the job's root and carry
+    /// the job's mark: where no lineage is tracked, what a job taken over forked after its
+    /// guard died (a `setsid`, double-forked worker) is found only so. A process that also
+    /// cleared its environment is not found (without a cgroup of its own, nothing else ties
+    /// it to the job).
+    fn marked_since_root(&self, counters: &impl CounterSource, known: &HashSet<u32>) -> Vec<u32> {
+        let Some(mark) = self.mark.as_deref() else {
+            return Vec::new();
+        };
+        let since = self.root.start_time;
+        counters
+            .all_pids()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|pid| !known.contains(pid))
+            .filter(|&pid| {
+                counters
+                    .start_time_even_exited(pid)
+                    .is_ok_and(|started| started >= since)
+                    && counters.carries_job_mark(pid, mark).unwrap_or(false)
+            })
+            .collect()
+    }
+
     /// [`Members::discover`], then the summed memory of the live members; `None` once no
     /// member lives. A member whose memory cannot be read still counts as alive. A member
     /// that died between the two reads may have left children the look missed (re-parented
@@ -461,7 +494,10 @@ fn state_watched(
     watched: usize,
     pid: u32,
 ) -> (Result<ProcessState>, Option<ExitWatch>) {
-    let watch = (watched < WATCHED_AT_MOST && counters.live_processes())
+    // Under a low limit on open files, fewer (half the spare: `limits::spare_descriptors`);
+    // a member without a watch is read by its state.
+    let most = WATCHED_AT_MOST.min(crate::counters::limits::spare_descriptors() / 2);
+    let watch = (watched < most && counters.live_processes())
         .then(|| ExitWatch::open(pid))
         .flatten();
     let state = counters.process_state(pid);

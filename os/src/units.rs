@@ -32,8 +32,14 @@ pub fn bounded_seconds(seconds: f64) -> Result<f64, String> {
     if (0.0..=MAX_SECONDS).contains(&seconds) {
         Ok(seconds)
     } else {
+        // A huge number in full is hundreds of digits: written as a power of ten instead.
+        let shown = if seconds.abs() < 1e15 {
+            seconds.to_string()
+        } else {
+            format!("{seconds:e}")
+        };
         Err(format!(
-            "{seconds} is not a number of seconds from 0 to {MAX_SECONDS:e}"
+            "{shown} is not a number of seconds from 0 to {MAX_SECONDS:e}"
         ))
     }
 }

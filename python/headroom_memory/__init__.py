@@ -10,7 +10,10 @@ Run the job under ``headroom guard -- python gen.py`` (the ``headroom`` command 
 this package). Outside any guard every call does nothing, silently; a mark never raises.
 ``watch_modules(pipeline)`` (PyTorch) and ``python -m headroom_memory gen.py`` (no code
 change) mark a stage per top-level component; ``headroom_memory.stageload.GuardSink`` passes
-a stageload pipeline's events to the guard. See docs/python.md.
+a stageload pipeline's events to the guard. ``with guard(swap_budget="8G"):`` (or
+``@guard("8G")``, or ``%%guard 8G`` in Jupyter after ``%load_ext headroom_memory``) guards
+the running process itself, interrupting it at its budget (``KeyboardInterrupt``). See
+docs/python.md.
 """
 
 from __future__ import annotations
@@ -20,18 +23,27 @@ from typing import Any
 from ._binary import DISTRIBUTION, binary_path
 from ._errors import HeadroomError, HeadroomWarning
 from ._fit import Fit, fits
+from ._guard import Guard, guard, load_ipython_extension
 from ._stages import current_stage, mark, report, stage
+from ._version import version as _installed_version
 from ._warning import GuardWarning, on_warning
+
+#: This package's version (the installed distribution's; run from a checkout, the Cargo
+#: workspace's, which the wheel takes).
+__version__: str = _installed_version()
 
 __all__ = [
     "DISTRIBUTION",
     "Fit",
+    "Guard",
     "GuardWarning",
     "HeadroomError",
     "HeadroomWarning",
     "binary_path",
     "current_stage",
     "fits",
+    "guard",
+    "load_ipython_extension",
     "mark",
     "on_warning",
     "report",

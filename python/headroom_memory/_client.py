@@ -10,14 +10,22 @@ guard of version 1 (it answers the hello with an error) gets one connection per 
 
 Where the guard is: ``$HEADROOM_MARK`` (``headroom guard`` sets it for its command), else
 the sockets of the run folder that the package's own binary names (``headroom mark
---run-dir``): a ``headroom watch`` of this process, or the app, greets a member of its job.
-Outside any job nothing is found, and nothing is said. No process is started per mark: the
-run folder is asked for once per process, and looked through at most every
-:data:`RETRY_SECONDS` while no guard is found.
+--run-dir``), each named after its process (``<pid>.sock``). A socket named after an
+ancestor of this process is its own guard (one that started it, whose variable was lost):
+greeted at once. Any other (a ``headroom watch`` of this process, the app, or another job's
+guard, perhaps stopped or stuck) is greeted in the background, each on a thread of its own:
+a mark never waits for its greeting. The watch or the app greets a member of its job; once
+one does, the session is this process's, and the last stage marked meanwhile is passed on
+(it returned False: it was not taken then; marked again next, it is not sent twice). Outside any job nothing is found, and nothing is
+said. No process is started per mark: the run folder is asked for once per process, and
+looked through at most every :data:`RETRY_SECONDS` while no guard is found; a mark in
+between costs a clock read.
 
-Never raises into the caller: trouble (a guard that is gone, refuses, or is slow) is one
-:class:`HeadroomWarning` per process at most. Thread-safe (one lock around each request). A
-forked child drops the parent's connection (``os.register_at_fork``) and opens its own.
+Never raises into the caller: trouble (a guard that is gone, refuses, is slow, or says what
+this version cannot read) is one :class:`HeadroomWarning` per process at most, and a
+connection whose greeting is not a guard's is closed. Thread-safe (one lock around each
+request). A forked child drops the parent's connection (``os.register_at_fork``) and opens
+its own.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from . import _errors, _socket
 from ._binary import binary_path
@@ -44,6 +52,8 @@ ANSWER_SECONDS = 5.0
 RETRY_SECONDS = 5.0
 #: The environment variable `headroom guard` sets for its command.
 MARK_ENV = "HEADROOM_MARK"
+#: The longest greeting read (a guard's is some 30 bytes).
+GREETING_BYTES = 4096
 
 _GONE = object()  # the reader's last word: the connection closed
 
@@ -60,7 +70,10 @@ class Client:
         self._unanswered = 0
         self._next_try = 0.0
         self._env_refused = False
-        self._stages_full = False
+        self._names_refused: set[str] = set()  # new stage names past the guard's cap
+        self._greeting: set[Path] = set()  # sockets being greeted in the background
+        self._pending: dict[str, Any] | None = None  # the stage marked meanwhile
+        self._passed_on: dict[str, Any] | None = None  # that stage, once sent for it
         self._push: Callable[[dict[str, Any]], None] = lambda _push: None
 
     # --- requests -----------------------------------------------------------------------
@@ -69,21 +82,30 @@ class Client:
         """Sends ``request``; True once the guard took it (`ok` or `queued`). False outside
         any guard, or when the guard refused it (said once)."""
         with self._lock:
-            if self._stages_full and "stage" in request:
-                return False  # the guard records no more stages of this job
+            if request.get("stage") in self._names_refused:
+                return False  # a new name past the guard's cap: refused again, not sent
             if not self._connect():
+                if self._greeting and "stage" in request:
+                    self._pending = request  # passed on if a socket greeted meanwhile answers
                 return False
-            line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
-            if self._version == 1:
-                return self._one_shot(line)
-            try:
-                assert self._sock is not None
-                self._sock.sendall(line)
-            except OSError as e:
-                self._lost(f"the guard of this job is gone (sending failed: {e.strerror or e})")
-                return False
-            self._unanswered += 1
-            return self._answer()
+            passed_on, self._passed_on = self._passed_on, None
+            if request == passed_on:
+                return True  # marked again at once (it returned False): it is the stage now
+            return self._send_now(request)
+
+    def _send_now(self, request: dict[str, Any]) -> bool:
+        """Sends ``request`` on the open session (or version-1 guard); the lock is held."""
+        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+        if self._version == 1:
+            return self._one_shot(line, request)
+        try:
+            assert self._sock is not None
+            self._sock.sendall(line)
+        except OSError as e:
+            self._lost(f"the guard of this job is gone (sending failed: {e.strerror or e})")
+            return False
+        self._unanswered += 1
+        return self._answer(request)
 
     def connect(self) -> bool:
         """Connects now if a guard is found (for a process that wants its warnings)."""
@@ -98,8 +120,9 @@ class Client:
         """True while a version-2 session is open."""
         return self._sock is not None and self._version == 2
 
-    def _answer(self) -> bool:
-        """Waits for the answer to the last request (earlier late answers are dropped)."""
+    def _answer(self, request: dict[str, Any]) -> bool:
+        """Waits for the answer to ``request``, the last one sent (earlier late answers are
+        dropped)."""
         deadline = time.monotonic() + ANSWER_SECONDS
         while self._unanswered > 0:
             try:
@@ -111,17 +134,19 @@ class Client:
                 self._lost("the guard of this job is gone")
                 return False
             self._unanswered -= 1
-        return self._taken(str(answer))
+        return self._taken(str(answer), request)
 
-    def _taken(self, answer: str) -> bool:
+    def _taken(self, answer: str, request: dict[str, Any]) -> bool:
         if answer in ("ok", "queued"):
             return True
-        if "stages already: no more are recorded" in answer:
-            self._stages_full = True  # later marks are not sent: they cost a round trip
+        if "stage names already" in answer and isinstance(request.get("stage"), str):
+            # Marks of this new name are refused again: not sent (a round trip each); the
+            # names the guard has are always taken.
+            self._names_refused.add(request["stage"])
         _errors.warn(f"the guard refused a mark: {answer.removeprefix('error: ')}")
         return False
 
-    def _one_shot(self, line: bytes) -> bool:
+    def _one_shot(self, line: bytes, request: dict[str, Any]) -> bool:
         """Version 1: one connection for this request."""
         assert self._path is not None
         try:
@@ -136,7 +161,7 @@ class Client:
         if not answer:
             self._lost("the guard of this job closed the connection")
             return False
-        return self._taken(answer)
+        return self._taken(answer, request)
 
     # --- the connection -----------------------------------------------------------------
 
@@ -150,19 +175,15 @@ class Client:
         env = os.environ.get(MARK_ENV, "")
         if env:
             return self._from_env(Path(env))
-        for path in _run_dir_sockets():
-            try:
-                if self._open(path, ancestor=False, quiet=True):
-                    return True
-            except (_socket.Refused, OSError):
-                continue
-        return False
+        return self._look_in_run_dir()
 
     def _from_env(self, path: Path) -> bool:
         if self._env_refused:
             return False
         try:
-            return self._open(path, ancestor=True, quiet=False)
+            named = _socket.check_path(path)
+            _socket.check_ancestor(named)
+            return self._open(path, named, quiet=False)
         except _socket.Refused as e:
             self._env_refused = True
             _errors.warn(f"${MARK_ENV} is not this job's guard ({e}): marks are off")
@@ -170,35 +191,64 @@ class Client:
             _errors.warn(f"the guard of this job is gone ({path}: {e.strerror or e})")
         return False
 
-    def _open(self, path: Path, *, ancestor: bool, quiet: bool) -> bool:
-        """Checks and greets the socket at ``path``; True once a session (or a version-1
-        guard, for ``$HEADROOM_MARK``) is there."""
-        named = _socket.check_path(path)
-        if ancestor:
-            _socket.check_ancestor(named)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    def _look_in_run_dir(self) -> bool:
+        """Greets the run folder's socket named after an ancestor (this job's own guard) now,
+        and any other in the background (see the module docs). Never waits for a process
+        that is not an ancestor; says nothing."""
+        ancestors = _socket.ancestors()  # None: not known here (no /proc)
+        later: list[tuple[Path, int]] = []
+        for path in _run_dir_sockets():
+            try:
+                named = _socket.check_path(path)
+            except _socket.Refused:
+                continue
+            if ancestors is not None and named in ancestors:
+                try:
+                    if self._open(path, named, quiet=True):
+                        return True
+                except (_socket.Refused, OSError):
+                    continue
+            elif path not in self._greeting:
+                later.append((path, named))
+        for path, named in later:
+            self._greeting.add(path)
+            threading.Thread(target=self._greet_in_background, args=(path, named),
+                             name="headroom-memory-find", daemon=True).start()
+        return False
+
+    def _greet_in_background(self, path: Path, named: int) -> None:
+        """A thread of its own: greets ``path``; the first socket whose guard greets this
+        process as a member of its job becomes the session, and the stage marked
+        meanwhile is sent."""
         try:
-            sock.settimeout(ANSWER_SECONDS)
-            sock.connect(str(path))
-            _socket.check_peer(sock, named)
-            sock.sendall(json.dumps({"hello": PROTOCOL_VERSION}).encode() + b"\n")
-            reader = sock.makefile("rb")
-            greeting = reader.readline().decode(errors="replace").strip()
-        except BaseException:
-            sock.close()
-            raise
+            sock, reader, greeting = _greet(path, named)
+        except (_socket.Refused, OSError):
+            sock = None
+        with self._lock:
+            self._greeting.discard(path)
+            unused = self._sock is None and self._version == 0
+            if sock is not None and unused and _is_greeting(greeting, named):
+                self._start_session(sock, reader, path)
+                pending, self._pending = self._pending, None
+                if pending is not None and self._send_now(pending):
+                    self._passed_on = pending
+                return
+            if sock is not None:
+                sock.close()
+            if not self._greeting:
+                self._pending = None  # nobody took it
+
+    def _open(self, path: Path, named: int, *, quiet: bool) -> bool:
+        """Greets the socket at ``path`` (checked, named after ``named``) and waits for its
+        greeting; True once a session (or a version-1 guard, unless ``quiet``) is there.
+        Raises :class:`_socket.Refused` for a greeting that is not a guard's (the socket is
+        closed), or ``OSError``."""
+        sock, reader, greeting = _greet(path, named)
         if greeting.startswith("{"):
-            hello = json.loads(greeting)
-            if hello.get("guard") != named or int(hello.get("headroom", 0)) < 2:
+            if not _is_greeting(greeting, named):
                 sock.close()
                 raise _socket.Refused(f"{path} did not greet as a Headroom guard")
-            sock.settimeout(None)
-            answers: queue.SimpleQueue[object] = queue.SimpleQueue()
-            self._sock, self._version, self._path = sock, 2, path
-            self._answers, self._unanswered = answers, 0
-            threading.Thread(
-                target=self._read, args=(reader, answers), name="headroom-memory", daemon=True
-            ).start()
+            self._start_session(sock, reader, path)
             return True
         sock.close()
         if greeting.startswith("error: not a mark line") and not quiet:
@@ -208,6 +258,16 @@ class Client:
             why = greeting.removeprefix("error: ") or "it closed the connection"
             _errors.warn(f"the guard at {path} refused this process: {why}")
         return False
+
+    def _start_session(self, sock: socket.socket, reader: IO[bytes], path: Path) -> None:
+        """``sock`` (greeted) is this process's session now; its reader thread starts."""
+        sock.settimeout(None)
+        answers: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._sock, self._version, self._path = sock, 2, path
+        self._answers, self._unanswered = answers, 0
+        threading.Thread(
+            target=self._read, args=(reader, answers), name="headroom-memory", daemon=True
+        ).start()
 
     def _read(self, reader: Any, answers: queue.SimpleQueue[object]) -> None:
         """The reader thread of one session: answers to the waiting request, pushes to the
@@ -260,6 +320,8 @@ class Client:
         self._unanswered = 0
         self._next_try = 0.0
         self._env_refused = False
+        self._greeting = set()  # the parent's greeting threads are not this process's
+        self._pending = self._passed_on = None
         if sock is not None:
             # This process's copy of the descriptor only: no shutdown, which would end the
             # parent's session too.
@@ -267,6 +329,43 @@ class Client:
                 os.close(sock.detach())
             except OSError:
                 pass
+
+
+def _greet(path: Path, named: int) -> tuple[socket.socket, IO[bytes], str]:
+    """Connects to ``path``, checks that process ``named`` of this user listens, says hello
+    and reads the greeting (waiting :data:`ANSWER_SECONDS` at most); the socket, its
+    reader and the greeting's line. Raises :class:`_socket.Refused` or ``OSError`` (the
+    socket closed)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(ANSWER_SECONDS)
+        sock.connect(str(path))
+        _socket.check_peer(sock, named)
+        sock.sendall(json.dumps({"hello": PROTOCOL_VERSION}).encode() + b"\n")
+        reader = sock.makefile("rb")
+        greeting = reader.readline(GREETING_BYTES).decode(errors="replace").strip()
+    except BaseException:
+        sock.close()
+        raise
+    return sock, reader, greeting
+
+
+def _is_greeting(greeting: str, named: int) -> bool:
+    """True when ``greeting`` is a guard's, version 2 or later, of process ``named``:
+    ``{"headroom":2,"guard":4242}``. Anything else (not JSON, not an object, a version or
+    pid that is not a whole number) is False, never an exception."""
+    try:
+        hello = json.loads(greeting)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(hello, dict):
+        return False
+    version, guard = hello.get("headroom"), hello.get("guard")
+    if not isinstance(version, int) or not isinstance(guard, int):
+        return False  # a float, a string, null, a list...
+    if isinstance(version, bool) or isinstance(guard, bool):
+        return False
+    return version >= 2 and guard == named
 
 
 _run_dir: list[Path | None] = []

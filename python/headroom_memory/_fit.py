@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ._binary import binary_path
 from ._errors import HeadroomError
@@ -43,17 +44,11 @@ def fits(key: str | None = None, need: int | None = None) -> Fit | None:
     """Will the job fit now? With ``need`` (bytes), that need; else the prediction from the
     past runs of ``key`` (default: this job's key, ``$HEADROOM_KEY`` under ``headroom
     guard``, else the key ``guard`` would give this command line). ``None`` when the key has
-    no past run. Raises :class:`HeadroomError` when the binary cannot answer."""
-    args = [str(binary_path()), "fit", "--json"]
-    if need is not None:
-        if isinstance(need, bool) or not isinstance(need, int) or need < 0:
-            raise ValueError(f"need must be a number of bytes (int >= 0), not {need!r}")
-        args += ["--need", str(need)]
-    key = key if key is not None else os.environ.get(KEY_ENV) or None
-    if key is not None:
-        args += ["--key", key]
-    elif need is None:
-        args += ["--", *_command_line()]
+    no past run. Before running anything, raises :class:`TypeError` for a ``key`` that is
+    not a ``str``, and :class:`ValueError` for a blank key, a ``need`` that is not a number
+    of bytes, or both given; :class:`HeadroomError` when the binary cannot answer."""
+    question = _question(key, need)
+    args = [str(binary_path()), "fit", "--json", *question]
     try:
         out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError) as e:
@@ -62,7 +57,48 @@ def fits(key: str | None = None, need: int | None = None) -> Fit | None:
         return None
     if out.returncode not in (_FITS, _DOES_NOT_FIT):
         raise HeadroomError(f"headroom fit: {out.stderr.strip() or f'exit {out.returncode}'}")
-    answer = json.loads(out.stdout)
+    try:
+        return _answer(json.loads(out.stdout))
+    except (ValueError, KeyError, TypeError) as e:
+        raise HeadroomError(f"headroom fit: an answer this version cannot read ({e})") from None
+
+
+def _question(key: object, need: object) -> list[str]:
+    """The flags of ``headroom fit`` that ask about ``key`` or ``need`` (checked: raises
+    :class:`TypeError` or :class:`ValueError` naming the argument). A key goes as
+    ``--key=KEY``, so that one beginning with ``-`` is a key, not a flag. ``$HEADROOM_KEY``
+    is the default key only when no ``need`` is given."""
+    if key is not None and need is not None:
+        raise ValueError(
+            "fits() takes key or need, not both: key asks about the past runs of a job, "
+            "need about a number of bytes"
+        )
+    if need is not None:
+        if isinstance(need, bool) or not isinstance(need, int) or need < 0:
+            raise ValueError(f"need must be a number of bytes (int >= 0), not {need!r}")
+        return [f"--need={need}"]
+    if key is not None:
+        return [f"--key={_checked_key(key)}"]
+    env = os.environ.get(KEY_ENV) or None
+    if env is not None:
+        return [f"--key={env}"]
+    return ["--", *_command_line()]
+
+
+def _checked_key(key: object) -> str:
+    """``key`` when it can be a history key; raises :class:`TypeError` or
+    :class:`ValueError` naming the argument otherwise."""
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a history key (str), not {type(key).__name__}")
+    if not key.strip():
+        raise ValueError("key must be a history key, not blank")
+    if "\0" in key:
+        raise ValueError("key cannot contain a NUL character")
+    return key
+
+
+def _answer(answer: dict[str, Any]) -> Fit:
+    """The :class:`Fit` of ``headroom fit --json``'s answer."""
     return Fit(
         fits=bool(answer["fits"]),
         need_bytes=int(answer["prediction"]["need_bytes"]),

@@ -14,8 +14,8 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from . import _errors
 from ._client import CLIENT, RETRY_SECONDS
 
 
@@ -63,17 +63,13 @@ def _find() -> None:
         stop.wait(RETRY_SECONDS)
 
 
-def _dispatch(push: dict[str, Any]) -> None:
-    body = push.get("warning")
-    if not isinstance(body, dict):
+def _dispatch(push: object) -> None:
+    if not isinstance(push, dict) or "warning" not in push:
         return  # a push this version does not know
-    warning = GuardWarning(
-        growth_bytes=int(body.get("growth_bytes", 0)),
-        budget_bytes=int(body.get("budget_bytes", 0)),
-        then=str(body.get("then", "")),
-        stage=body.get("stage"),
-        job=int(body.get("job", 0)),
-    )
+    warning = _warning_of(push["warning"])
+    if warning is None:
+        _errors.warn("the guard sent a warning this version cannot read; it is dropped")
+        return
     with _lock:
         callbacks = list(_callbacks)
     for callback in callbacks:
@@ -84,6 +80,22 @@ def _dispatch(push: dict[str, Any]) -> None:
                 _reported_failure.set()
                 print("headroom_memory: an on_warning callback failed:", file=sys.stderr)
                 traceback.print_exc()
+
+
+def _warning_of(body: object) -> GuardWarning | None:
+    """The warning a push carries; ``None`` when it is malformed (not an object, or a field
+    of the wrong type: a count that is not a whole number, a stage that is not text):
+    dropped, never raised. A field left out takes its default (0, ``""``, no stage)."""
+    if not isinstance(body, dict):
+        return None
+    growth, budget, job = (body.get(k, 0) for k in ("growth_bytes", "budget_bytes", "job"))
+    then, stage = body.get("then", ""), body.get("stage")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (growth, budget, job)):
+        return None
+    if not isinstance(then, str) or not (stage is None or isinstance(stage, str)):
+        return None
+    return GuardWarning(growth_bytes=growth, budget_bytes=budget, then=then, stage=stage,
+                        job=job)
 
 
 CLIENT.on_push(_dispatch)

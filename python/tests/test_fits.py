@@ -84,3 +84,62 @@ def test_no_history_and_bad_input() -> None:
             headroom_memory.fits(need=bad)  # type: ignore[arg-type]
     answer = headroom_memory.fits(need=0)
     assert answer is not None and answer.fits and answer.short_by_bytes == 0
+
+
+class Asked:
+    """Stands in for ``subprocess.run`` in ``headroom_memory._fit``: records the command
+    lines, answers "no past run" (exit 5)."""
+
+    def __init__(self) -> None:
+        self.argv: list[list[str]] = []
+
+    def __call__(self, argv: list[str], **_kw: object) -> subprocess.CompletedProcess[str]:
+        self.argv.append(list(argv))
+        return subprocess.CompletedProcess(argv, 5, "", "")
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> Asked:
+    """``fits()`` with its binary and the run of it stood in for: nothing runs."""
+    from headroom_memory import _fit
+
+    recorder = Asked()
+    monkeypatch.setattr(_fit, "binary_path", lambda: Path("/nonexistent/headroom"))
+    monkeypatch.setattr(_fit.subprocess, "run", recorder)
+    return recorder
+
+
+def test_bad_arguments_are_clear_errors_before_anything_runs(asked: Asked) -> None:
+    with pytest.raises(TypeError, match=r"key must be a history key \(str\), not int"):
+        headroom_memory.fits(key=123)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key must be .* not bytes"):
+        headroom_memory.fits(key=b"sdxl")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not blank"):
+        headroom_memory.fits(key="  ")
+    with pytest.raises(ValueError, match="key or need, not both"):
+        headroom_memory.fits(key="sdxl", need=1 << 30)
+    for bad in (-1, 1.5, "1G", True):
+        with pytest.raises(ValueError, match="need must be a number of bytes"):
+            headroom_memory.fits(need=bad)  # type: ignore[arg-type]
+    assert asked.argv == [], "the binary was run"
+
+
+def test_a_key_that_looks_like_a_flag_is_passed_as_a_key(asked: Asked) -> None:
+    for key in ("-x", "--json", "--"):
+        assert headroom_memory.fits(key=key) is None
+        assert asked.argv[-1][2:] == ["--json", f"--key={key}"], asked.argv[-1]
+
+
+def test_a_need_under_a_guard_does_not_send_the_jobs_key_too(
+    asked: Asked, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HEADROOM_KEY", "guarded")
+    headroom_memory.fits(need=1 << 20)
+    assert asked.argv[-1][2:] == ["--json", f"--need={1 << 20}"], asked.argv[-1]
+    headroom_memory.fits()
+    assert asked.argv[-1][2:] == ["--json", "--key=guarded"], asked.argv[-1]
+
+
+def test_keys_that_look_like_flags_reach_the_binary_as_keys(binary: Path) -> None:
+    for key in ("-x", "--json", "-"):
+        assert headroom_memory.fits(key=key) is None, key  # no past run of that key

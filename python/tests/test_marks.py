@@ -47,10 +47,27 @@ def test_marks_every_way_without_starting_a_process(binary: Path, tmp_path: Path
     run = guard(binary, tmp_path, job("marks"), "--poll", "0.1s")
     assert run.code == 0, run.stderr
     assert stage_events(run) == ["setup", "load", "outer", "inner", "outer", "end"]
-    assert run.stages() == ["setup", "load", "outer", "inner", "outer", "end"]
+    # The verdict has one stage per name: "outer" twice is one stage of two visits.
+    assert run.stages() == ["setup", "load", "outer", "inner", "end"]
+    outer = next(s for s in run.summary["verdict"]["stages"] if s["stage"] == "outer")
+    assert outer["visits"] == 2
     assert result(run.stderr) == {
         "setup": True, "load": "load", "after_inner": "outer", "end": True,
     }
+    assert "HeadroomWarning" not in run.stderr
+
+
+def test_a_training_loop_marks_thousands_of_times_and_every_mark_is_taken(
+    binary: Path, tmp_path: Path
+) -> None:
+    # 400 steps of forward, backward, optimizer: 1,200 marks of three names, far past the
+    # 256-stage cap on names; every one taken, the verdict summing each name's visits.
+    run = guard(binary, tmp_path, job("training", "400"), "--poll", "0.2s")
+    assert run.code == 0, run.stderr
+    assert result(run.stderr) == {"taken": 1200, "sent": 1200}
+    stages = {s["stage"]: s["visits"] for s in run.summary["verdict"]["stages"]}
+    assert stages == {"forward": 400, "backward": 400, "optimizer": 400}
+    assert len(stage_events(run)) == 1200
     assert "HeadroomWarning" not in run.stderr
 
 

@@ -92,35 +92,83 @@ pub fn typed_key(text: &str) -> Option<String> {
 
 /// The key of a job run as `argv`, or `explicit` when given (`--key`, see [`typed_key`]; a
 /// blank one is none).
+///
+/// One script is one key however it is started: a script run by an interpreter is keyed by
+/// its file name and its arguments, without the interpreter or the interpreter's options
+/// (`python x.py`, `python3 -u /src/x.py`, `./x.py` and `/usr/bin/env python3 x.py` are all
+/// `x.py`), and `python -m headroom_memory x.py` (the package's runner) is the key of what it
+/// runs. Code given with `-c` and a module run with `-m` keep the interpreter (`python3 -m
+/// diffusers.cli --fast`): they have no file name.
 pub fn job_key(argv: &[String], explicit: Option<&str>) -> String {
     if let Some(key) = explicit.and_then(typed_key) {
         return key;
     }
+    let argv = without_env(argv);
     let Some((program, args)) = argv.split_first() else {
         return String::new();
     };
     let program = program_name(program);
-    let mut parts = vec![program.clone()];
-    let mut args = args.iter().peekable();
-    if INTERPRETERS.contains(&program.as_str()) {
-        // Options before the script (`python3 -u gen.py`) stay; the script is named by its
-        // file name. `-c CODE` and `-m MODULE` are kept as they are.
-        while let Some(arg) = args.next() {
-            if arg == "-c" || arg == "-m" {
-                parts.push(arg.clone());
-                parts.extend(args.next().cloned());
-                break;
+    if !INTERPRETERS.contains(&program.as_str()) {
+        return std::iter::once(program.as_str())
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+    }
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "-m" => {
+                let module = rest.next();
+                if module.is_some_and(|m| m == RUNNER_MODULE) {
+                    return job_key(rest.as_slice(), None);
+                }
+                let mut parts = vec![program, arg.clone()];
+                parts.extend(module.cloned());
+                parts.extend(rest.cloned());
+                return parts.join(" ");
             }
-            if arg.starts_with('-') {
-                parts.push(arg.clone());
-                continue;
+            "-c" => {
+                let mut parts = vec![program, arg.clone()];
+                parts.extend(rest.cloned());
+                return parts.join(" ");
             }
-            parts.push(arg.rsplit('/').next().unwrap_or(arg).to_string());
-            break;
+            // Options that take a value (`python -X importtime`, `-W ignore`).
+            "-X" | "-W" => {
+                rest.next();
+            }
+            option if option.starts_with('-') => {}
+            script => {
+                let name = script.rsplit('/').next().unwrap_or(script);
+                return std::iter::once(name)
+                    .chain(rest.map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+            }
         }
     }
-    parts.extend(args.cloned());
-    parts.join(" ")
+    // The interpreter alone (a shell, a REPL).
+    std::iter::once(program.as_str())
+        .chain(args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The Python package's runner, `python -m headroom_memory SCRIPT`: transparent to a key.
+const RUNNER_MODULE: &str = "headroom_memory";
+
+/// `argv` without a leading `env` and its `NAME=value` settings (`/usr/bin/env python3 x.py`,
+/// a script's `#!/usr/bin/env python3` line as the kernel runs it).
+fn without_env(argv: &[String]) -> &[String] {
+    match argv.split_first() {
+        Some((first, rest)) if first.rsplit('/').next() == Some("env") => {
+            let settings = rest
+                .iter()
+                .take_while(|a| a.contains('=') && !a.starts_with('-'))
+                .count();
+            &rest[settings..]
+        }
+        _ => argv,
+    }
 }
 
 /// The key of a job known only by its command line (a process picked in the app): split on

@@ -3,29 +3,47 @@
 //! A stage runs from its mark to the next one. Its swap growth is the highest swap in use
 //! within it minus swap in use at its start (the last reading before the mark, or its first
 //! reading when there was none), so a stage is charged for what it added, not for what came
-//! before; its cumulative growth is the same peak minus swap at the job's start. Pure: the
+//! before; its cumulative growth is the same peak minus swap at the job's start. A job that
+//! marks the same names again and again (a training loop: `forward`, `backward`, `optimizer`
+//! at every step) has one entry per name: each visit's growth and time are added to its
+//! name's, its cumulative growth is the highest of any visit, and the cap
+//! ([`MAX_STAGES`]) is on distinct names, never on marks. Pure: the
 //! job engine feeds it live, `trace summary` feeds it a recorded trace's samples and stage
 //! events, so both attribute growth the same way.
 
 use serde::{Deserialize, Serialize};
+
+use crate::units::{bounded_bytes, bounded_seconds};
 
 /// The figures of one stage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageFigures {
     /// Stage name, as marked.
     pub stage: String,
-    /// When it began, seconds on the job's (or trace's) clock.
+    /// When it first began, seconds on the job's (or trace's) clock.
     pub start_seconds: f64,
-    /// Swap in use at its start.
+    /// Swap in use at its (first) start.
     pub swap_start_bytes: u64,
-    /// Highest swap in use within it minus swap at its start (0 if it never rose).
+    /// Highest swap in use within it minus swap at its start (0 if it never rose), each
+    /// visit's added.
     pub swap_growth_bytes: u64,
-    /// Highest swap in use within it minus swap at the job's start.
+    /// Highest swap in use within it minus swap at the job's start (the highest of its
+    /// visits).
     pub cumulative_growth_bytes: u64,
     /// Peak footprint within it, when measured.
     pub peak_footprint_bytes: Option<u64>,
     /// Lowest system free memory within it, percent.
     pub lowest_free_percent: Option<f64>,
+    /// Times the job entered it.
+    #[serde(default = "one_visit")]
+    pub visits: u32,
+    /// Seconds spent in it, every visit's added (up to the last reading or mark).
+    #[serde(default)]
+    pub seconds: f64,
+}
+
+fn one_visit() -> u32 {
+    1
 }
 
 impl StageFigures {
@@ -88,7 +106,8 @@ pub const REPORTED_KINDS: [&str; 4] = ["load", "reload", "release", "mark"];
 
 impl Reported {
     /// Checks a report from a job: a known kind, names like a stage's (see `check_name`),
-    /// a finite, non-negative load time.
+    /// a load time and a size within the bounds a trace holds ([`bounded_seconds`],
+    /// [`bounded_bytes`]).
     pub fn check(self) -> Result<Reported, String> {
         if !REPORTED_KINDS.contains(&self.kind.as_str()) {
             return Err(format!(
@@ -100,8 +119,13 @@ impl Reported {
         for text in [&self.name, &self.stage, &self.note].into_iter().flatten() {
             check_name(text)?;
         }
-        if self.seconds.is_some_and(|s| !s.is_finite() || s < 0.0) {
-            return Err("an event's seconds must be a finite number, not negative".into());
+        // The bounds a trace's reader holds its `event` lines to (`crate::units`): what the
+        // guard writes from a report, its own readers read.
+        if let Some(seconds) = self.seconds {
+            bounded_seconds(seconds).map_err(|why| format!("an event's seconds: {why}"))?;
+        }
+        if let Some(nbytes) = self.nbytes {
+            bounded_bytes(nbytes).map_err(|why| format!("an event's nbytes: {why}"))?;
         }
         Ok(self)
     }
@@ -129,7 +153,8 @@ pub fn check_name(name: &str) -> Result<&str, String> {
     Ok(trimmed)
 }
 
-/// Stages a job may have at most; later marks are refused (and said so).
+/// Distinct stage names a job may have at most; a mark of a new name past it is refused
+/// (and said so); a name already seen is always taken.
 pub const MAX_STAGES: usize = 256;
 
 /// Per-stage figures as marks and readings come in, in time order.
@@ -137,8 +162,23 @@ pub const MAX_STAGES: usize = 256;
 pub struct StageTracker {
     job_swap_start: Option<u64>,
     last_swap: Option<u64>,
-    swap_peak_in_stage: Option<u64>,
     stages: Vec<StageFigures>,
+    /// The stage the job is in (an index into `stages`), and its visit so far.
+    current: Option<(usize, Visit)>,
+}
+
+/// The visit of a stage under way.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Visit {
+    /// When it began.
+    start_seconds: f64,
+    /// Swap in use at its start (`None` until the first reading, when there was none).
+    swap_start: Option<u64>,
+    /// The highest swap in use within it so far.
+    swap_peak: Option<u64>,
+    /// The stage's growth and time from its earlier visits.
+    growth_before: u64,
+    seconds_before: f64,
 }
 
 impl StageTracker {
@@ -152,27 +192,46 @@ impl StageTracker {
     }
 
     /// A stage named `stage` begins at `t_seconds`; the one before ends. False (and nothing
-    /// recorded) once the job has [`MAX_STAGES`]: a job that marks in a loop cannot grow
-    /// its record, its job file or the verdict without bound.
+    /// recorded) for a new name once the job has [`MAX_STAGES`] names: a job that marks in a
+    /// loop cannot grow its record, its job file or the verdict without bound.
     pub fn mark(&mut self, stage: &str, t_seconds: f64) -> bool {
-        if self.stages.len() >= MAX_STAGES {
-            return false;
+        let index = match self.stages.iter().position(|s| s.stage == stage) {
+            Some(index) => index,
+            None if self.stages.len() >= MAX_STAGES => return false,
+            None => {
+                self.stages.push(StageFigures {
+                    stage: stage.to_string(),
+                    start_seconds: t_seconds,
+                    swap_start_bytes: 0,
+                    swap_growth_bytes: 0,
+                    cumulative_growth_bytes: 0,
+                    peak_footprint_bytes: None,
+                    lowest_free_percent: None,
+                    visits: 0,
+                    seconds: 0.0,
+                });
+                self.stages.len() - 1
+            }
+        };
+        if let Some((before, visit)) = self.current {
+            self.stages[before].seconds = visit.seconds_at(t_seconds);
         }
         let swap_start = self.last_swap.or(self.job_swap_start);
-        self.swap_peak_in_stage = None;
-        self.stages.push(StageFigures {
-            stage: stage.to_string(),
-            start_seconds: t_seconds,
-            swap_start_bytes: swap_start.unwrap_or(0),
-            swap_growth_bytes: 0,
-            cumulative_growth_bytes: 0,
-            peak_footprint_bytes: None,
-            lowest_free_percent: None,
-        });
-        // No reading yet at all: the stage's first reading sets its start.
-        if swap_start.is_none() {
-            self.swap_peak_in_stage = Some(u64::MAX);
+        let figures = &mut self.stages[index];
+        if figures.visits == 0 {
+            figures.swap_start_bytes = swap_start.unwrap_or(0);
         }
+        figures.visits = figures.visits.saturating_add(1);
+        self.current = Some((
+            index,
+            Visit {
+                start_seconds: t_seconds,
+                swap_start,
+                swap_peak: None,
+                growth_before: figures.swap_growth_bytes,
+                seconds_before: figures.seconds,
+            },
+        ));
         true
     }
 
@@ -180,19 +239,28 @@ impl StageTracker {
     pub fn observe(&mut self, r: &Reading) {
         let job_start = *self.job_swap_start.get_or_insert(r.swap_used_bytes);
         self.last_swap = Some(r.swap_used_bytes);
-        let Some(stage) = self.stages.last_mut() else {
+        let Some((index, visit)) = self.current.as_mut() else {
             return;
         };
-        if self.swap_peak_in_stage == Some(u64::MAX) {
-            stage.swap_start_bytes = r.swap_used_bytes;
-            self.swap_peak_in_stage = None;
-        }
-        let peak = self
-            .swap_peak_in_stage
+        let stage = &mut self.stages[*index];
+        // No reading before its mark at all: its first reading sets its start.
+        let visit_start = *visit.swap_start.get_or_insert_with(|| {
+            if stage.visits == 1 {
+                stage.swap_start_bytes = r.swap_used_bytes;
+            }
+            r.swap_used_bytes
+        });
+        let peak = visit
+            .swap_peak
             .map_or(r.swap_used_bytes, |p| p.max(r.swap_used_bytes));
-        self.swap_peak_in_stage = Some(peak);
-        stage.swap_growth_bytes = peak.saturating_sub(stage.swap_start_bytes);
-        stage.cumulative_growth_bytes = peak.saturating_sub(job_start);
+        visit.swap_peak = Some(peak);
+        stage.swap_growth_bytes = visit
+            .growth_before
+            .saturating_add(peak.saturating_sub(visit_start));
+        stage.cumulative_growth_bytes = stage
+            .cumulative_growth_bytes
+            .max(peak.saturating_sub(job_start));
+        stage.seconds = visit.seconds_at(r.t_seconds);
         if let Some(f) = r.footprint_bytes {
             stage.peak_footprint_bytes = Some(stage.peak_footprint_bytes.map_or(f, |p| p.max(f)));
         }
@@ -203,9 +271,21 @@ impl StageTracker {
         );
     }
 
-    /// The stages so far, in the order they began (empty without marks).
+    /// The stages so far, one per name, in the order they first began (empty without marks).
     pub fn stages(&self) -> &[StageFigures] {
         &self.stages
+    }
+
+    /// The stage the job is in now, if it marked one.
+    pub fn current(&self) -> Option<&StageFigures> {
+        self.current.map(|(index, _)| &self.stages[index])
+    }
+}
+
+impl Visit {
+    /// The stage's time in all if this visit lasts until `t_seconds`.
+    fn seconds_at(&self, t_seconds: f64) -> f64 {
+        self.seconds_before + (t_seconds - self.start_seconds).max(0.0)
     }
 }
 
@@ -273,6 +353,59 @@ mod tests {
             .map(|x| x.stage.as_str())
             .collect();
         assert_eq!(grew, vec!["decode"]);
+    }
+
+    #[test]
+    fn a_loop_of_marks_sums_per_name_and_is_never_capped() {
+        // A training loop: forward, backward, optimizer, step after step, far past the cap.
+        let mut s = StageTracker::new(Some(100 * MIB));
+        let names = ["forward", "backward", "optimizer"];
+        let mut t = 0.0;
+        let mut swap = 100;
+        for step in 0..1000 {
+            for (k, name) in names.iter().enumerate() {
+                assert!(s.mark(name, t), "step {step}: {name} refused");
+                // Only backward grows swap: 1 MiB each step, given back by the optimizer.
+                if k == 1 {
+                    swap += 1;
+                } else if k == 2 && step % 2 == 1 {
+                    swap -= 1;
+                }
+                t += 0.5;
+                s.observe(&reading(t, swap));
+            }
+        }
+        let got: Vec<(&str, u32, u64)> = s
+            .stages()
+            .iter()
+            .map(|x| (x.stage.as_str(), x.visits, x.swap_growth_bytes / MIB))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("forward", 1000, 0),
+                ("backward", 1000, 1000),
+                ("optimizer", 1000, 0)
+            ]
+        );
+        // Each visit lasted 0.5 s; the last one is the optimizer's, still under way.
+        for x in s.stages() {
+            assert!(
+                (x.seconds - 500.0).abs() < 1e-6,
+                "{}: {}",
+                x.stage,
+                x.seconds
+            );
+        }
+        assert_eq!(s.current().unwrap().stage, "optimizer");
+        // The highest swap any visit of backward saw, over the job's start.
+        assert_eq!(s.stages()[1].cumulative_growth_bytes / MIB, 501);
+        // New names past the cap are refused; the names seen are always taken.
+        for i in 0..MAX_STAGES {
+            let name = format!("n{i}");
+            assert_eq!(s.mark(&name, t), i + 3 < MAX_STAGES, "{name}");
+        }
+        assert!(s.mark("forward", t));
     }
 
     #[test]

@@ -64,9 +64,12 @@ impl BudgetArgs {
 #[derive(Debug, Clone, Args)]
 pub struct PauseArgs {
     /// At the budget (or the free floor): `stop` the job, or `pause` it (SIGSTOP) until
-    /// `headroom resume PID` continues it with a new budget from swap in use then. Ctrl-C in
-    /// the guard's terminal stops a paused job.
-    #[arg(long, default_value = "stop", value_parser = parse_on_budget, value_name = "stop|pause")]
+    /// `headroom resume PID` continues it with a new budget from swap in use then (Ctrl-C in
+    /// the guard's terminal stops a paused job), or `interrupt` it at its budget: SIGINT to
+    /// its leader (KeyboardInterrupt in Python: a notebook's kernel lives on), stopped if swap
+    /// still grows half a budget more, its whole budget back once swap stops growing for
+    /// --resume-calm.
+    #[arg(long, default_value = "stop", value_parser = parse_on_budget, value_name = "stop|pause|interrupt")]
     pub on_budget: OnBudget,
     /// With --on-budget pause: pauses at most; the crossing after the last one stops the job.
     #[arg(long, default_value_t = d::MAX_PAUSES, value_name = "N")]
@@ -76,13 +79,14 @@ pub struct PauseArgs {
     #[arg(long, allow_hyphen_values = true, value_parser = super::values::parse_percent, value_name = "PERCENT")]
     pub resume_free: Option<f64>,
     /// With --resume-free: how long swap must have stopped growing (by 16 MiB or more)
-    /// before the job is resumed.
+    /// before the job is resumed (with --on-budget interrupt: before its budget is back).
     #[arg(long, default_value = text::duration(d::RESUME_CALM), allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
     pub resume_calm: Duration,
 }
 
 fn parse_on_budget(text: &str) -> Result<OnBudget, String> {
-    OnBudget::parse(text).ok_or_else(|| format!("invalid value '{text}': expected stop or pause"))
+    OnBudget::parse(text)
+        .ok_or_else(|| format!("invalid value '{text}': expected stop, pause or interrupt"))
 }
 
 impl PauseArgs {

@@ -8,15 +8,17 @@
 //! stopped by its own pid.
 
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::Args;
-use headroom_core::counters::Counters;
+use headroom_core::counters::{CounterSource, Counters, RunState};
 use headroom_core::defaults::GRACE;
 use headroom_core::effects::JobSignal;
 use headroom_core::enforce::{signal_each, Safety};
 use headroom_core::jobfile::JobFile;
 use headroom_core::marks::{is_not_here, send_control, sockets, Control, MarkError, Sent};
 use headroom_core::paths::Dirs;
+use headroom_core::policy::EndReason;
 use headroom_core::takeover::take_over;
 use headroom_core::unix::signals::Kernel;
 
@@ -29,9 +31,10 @@ use super::output::say;
 PID is the job's process id, as the guard's lines and the app show it; for a guard still \
 waiting in line (`headroom queue`), the guard's own pid, which `stop` takes out of the queue. \
 Exit codes: 0 done (or \
-handed to a busy guard, which says so); 2 no guard of yours runs a job with that pid, or the \
-job is not in a state for it (resume: not paused); 6 a job whose guard is gone was not \
-stopped, paused or resumed whole (each process left is named). A job whose guard is gone \
+handed to a busy guard, which says so; `stop` returns once the job is gone); 2 no guard of \
+yours runs a job with that pid, or the job is not in a state for it (resume: not paused); 6 \
+the job was not stopped, paused or resumed whole (a job whose guard is gone: each process \
+left is named; a live guard's job still there when its guard ended). A job whose guard is gone \
 (killed outright) is taken over for the request: its own cgroup, or every process of it, \
 continued, paused or stopped under the same safety rules and checked as its guard checks, \
 before this command returns.")]
@@ -51,6 +54,9 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
     });
     for socket in sockets {
         match send_control(&socket, control, args.pid) {
+            Ok(Sent::Done) if control == Control::Stop => {
+                return Ok(stopped_by_guard(&dirs, args.pid))
+            }
             Ok(Sent::Done) => {
                 say(&format!("{} the job of pid {}", done(control), args.pid));
                 return Ok(exit::status(exit::OK));
@@ -95,6 +101,78 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
         args.pid
     );
     Ok(exit::status(exit::INVALID))
+}
+
+/// How long `stop` waits at most for a live guard to end the job (its grace, the wait for
+/// SIGKILL and its last checks take seconds; a guard that is itself stopped would take for
+/// ever).
+const STOP_WAIT_AT_MOST: Duration = Duration::from_secs(600);
+
+/// A live guard took the stop of the job of `pid`: says "stopped" once the job has ended
+/// (its file says so, or is gone with the job), as the stop of a job whose guard is gone
+/// does; a job that ignores SIGTERM runs through its guard's grace first. Exit 6, said
+/// plainly with every process left, when the guard's stop could not hold, when the guard
+/// ended first, or after [`STOP_WAIT_AT_MOST`].
+fn stopped_by_guard(dirs: &Dirs, pid: u32) -> ExitCode {
+    let counters = Counters::new();
+    let start = Instant::now();
+    say(&format!(
+        "stopping the job of pid {pid}: its guard took the stop"
+    ));
+    loop {
+        let files = JobFile::list(&dirs.jobs_dir(), &counters);
+        let file = files.iter().find(|f| f.pid == pid);
+        let ended = file.map_or_else(
+            || {
+                counters
+                    .process_state(pid)
+                    .map_or(true, |s| s.run == RunState::Dead)
+            },
+            |f| f.state.ended(),
+        );
+        if ended {
+            let survivors = file
+                .and_then(|f| f.verdict.as_ref())
+                .map(|v| match &v.ended {
+                    EndReason::NotStopped { survivors, .. } => survivors.clone(),
+                    _ => Vec::new(),
+                })
+                .unwrap_or_default();
+            if survivors.is_empty() {
+                say(&format!("stopped the job of pid {pid}"));
+                return exit::status(exit::OK);
+            }
+            for survivor in &survivors {
+                say(&format!(
+                    "warning: cannot stop pid {}: {}",
+                    survivor.pid, survivor.why
+                ));
+            }
+            let pids: Vec<String> = survivors.iter().map(|s| s.pid.to_string()).collect();
+            say(&format!(
+                "the job of pid {pid} was NOT stopped: {} of its processes still run: {}",
+                pids.len(),
+                pids.join(", ")
+            ));
+            return exit::status(exit::NOT_STOPPED);
+        }
+        if file.is_some_and(|f| f.unguarded) {
+            say(&format!(
+                "the job of pid {pid} was NOT stopped: its guard ended first (`headroom stop \
+                 {pid}` again stops it without its guard)"
+            ));
+            return exit::status(exit::NOT_STOPPED);
+        }
+        if start.elapsed() >= STOP_WAIT_AT_MOST {
+            say(&format!(
+                "the job of pid {pid} was NOT seen stopped within {} s: its guard goes on \
+                 stopping it (`headroom status` shows it)",
+                STOP_WAIT_AT_MOST.as_secs()
+            ));
+            return exit::status(exit::NOT_STOPPED);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn done(control: Control) -> &'static str {

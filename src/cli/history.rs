@@ -89,7 +89,20 @@ pub fn run_history(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             total_memory,
         }) => {
             for path in traces {
-                for (job, context) in import_file(path, key.as_deref(), *total_memory)? {
+                let (runs, notes) = import_file(path, key.as_deref(), *total_memory)?;
+                for note in notes {
+                    say(&format!("warning: {note}"));
+                }
+                for (job, context) in runs {
+                    // The same run again (the same file twice, a link to it, a copy): once.
+                    if store.has_run(&context.key, &job)? {
+                        say(&format!(
+                            "{}: a run of {} is in the history already: not imported again",
+                            path.display(),
+                            printable(&context.key)
+                        ));
+                        continue;
+                    }
                     let id = store.record_run(&job, &context)?;
                     say(&format!(
                         "{}: run {id} of {}: {}",
@@ -139,15 +152,39 @@ fn show_runs(store: &Store, key: &str, args: &HistoryArgs) -> anyhow::Result<()>
     Ok(())
 }
 
+/// The largest file `history import` reads: far more than years of a stageload history or
+/// a day-long trace.
+const IMPORT_AT_MOST_BYTES: u64 = 256 << 20;
+
 /// The past runs in `path`: every run of a stageload history, or the one run of a trace
-/// (which needs `key`).
+/// (which needs `key`). Only a regular file of at most [`IMPORT_AT_MOST_BYTES`] is read (a
+/// FIFO would hang the import, a device never end).
 fn import_file(
     path: &std::path::Path,
     key: Option<&str>,
     total_memory: Option<u64>,
-) -> anyhow::Result<Vec<(FinishedJob, RunContext)>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| exit::Invalid(format!("{}: {e}", path.display())))?;
+) -> anyhow::Result<super::stageload_history::Imported> {
+    let bad = |why: String| exit::Invalid(format!("{}: {why}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(bad("not a regular file".into()).into());
+    }
+    if meta.len() > IMPORT_AT_MOST_BYTES {
+        return Err(bad(format!(
+            "{} bytes: more than a history or trace holds (at most {IMPORT_AT_MOST_BYTES})",
+            meta.len()
+        ))
+        .into());
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(
+            std::fs::File::open(path).map_err(|e| bad(e.to_string()))?,
+            IMPORT_AT_MOST_BYTES,
+        ),
+        &mut text,
+    )
+    .map_err(|e| bad(e.to_string()))?;
     if super::stageload_history::is_stageload_history(&text) {
         return Ok(super::stageload_history::runs(path, &text, key).map_err(exit::Invalid)?);
     }
@@ -157,7 +194,7 @@ fn import_file(
             path.display()
         ))
     })?;
-    Ok(vec![import(path, key, total_memory)?])
+    Ok((vec![import(path, key, total_memory)?], Vec::new()))
 }
 
 /// A trace as a past run: its verdict from its `end` record where it has one, else judged

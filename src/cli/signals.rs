@@ -1,6 +1,6 @@
 //! The guard's own signals (INT, TERM, HUP, QUIT, counted; SIGCHLD only wakes the driver),
-//! as the driver's [`Interrupts`], and the terminal's keys for the job: SIGTSTP (Ctrl-Z)
-//! always, SIGINT and SIGQUIT once the driver holds the terminal for a job whose leader has
+//! as the driver's [`Interrupts`], and the terminal's keys for the job: SIGTSTP (Ctrl-Z, or
+//! a `kill -TSTP` of the guard) once the job runs, SIGINT and SIGQUIT once the driver holds the terminal for a job whose leader has
 //! exited (`Interrupts::keys_for_the_job`), kept in order for the driver.
 
 use std::collections::VecDeque;
@@ -24,9 +24,11 @@ pub struct Signals {
     keys_for_the_job: Arc<AtomicBool>,
     /// Keys not yet taken by the driver, oldest first.
     keys: Arc<Mutex<VecDeque<i32>>>,
-    /// Adds SIGTSTP once the keys are the job's (until then Ctrl-Z stops the guard itself,
-    /// by its default action, as it should while it waits in line or holds a paused job).
+    /// Adds SIGTSTP once the job runs (until then Ctrl-Z stops the guard itself, by its
+    /// default action, as it should while it waits in line).
     handle: Option<signal_hook::iterator::Handle>,
+    /// SIGTSTP is caught (see [`Signals::catch_stops`]).
+    stops_caught: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Signals {
@@ -83,6 +85,21 @@ impl Signals {
 }
 
 impl Signals {
+    /// Catches SIGTSTP from now on (once; not when it was ignored at our start): a stop of
+    /// the guard is the driver's to carry out, with its job.
+    fn catch_stops(&self) {
+        if self.stops_caught.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(handle) = self.handle.as_ref() {
+            if !signals::is_ignored(signals::SIGTSTP) {
+                if let Err(e) = handle.add_signal(signals::SIGTSTP) {
+                    tracing::warn!(error = %e, "Ctrl-Z will stop the guard alone");
+                }
+            }
+        }
+    }
+
     /// True when `sig` is a key for the job (see the module docs).
     fn is_key(&self, sig: i32) -> bool {
         sig == signals::SIGTSTP
@@ -106,13 +123,11 @@ impl Interrupts for Signals {
 
     fn keys_for_the_job(&self) {
         self.keys_for_the_job.store(true, Ordering::SeqCst);
-        if let Some(handle) = self.handle.as_ref() {
-            if !signals::is_ignored(signals::SIGTSTP) {
-                if let Err(e) = handle.add_signal(signals::SIGTSTP) {
-                    tracing::warn!(error = %e, "Ctrl-Z will stop the guard alone");
-                }
-            }
-        }
+        self.catch_stops();
+    }
+
+    fn job_runs(&self) {
+        self.catch_stops();
     }
 
     fn key(&self) -> Option<i32> {

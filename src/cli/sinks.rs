@@ -2,6 +2,7 @@
 //! gets ([`job_sinks`]: with the job file and the report). Each runs on an output thread of
 //! the driver's (`headroom_core::drive::Outputs`); nothing here judges a job.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +15,7 @@ use headroom_core::policy::JobEvent;
 use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::recorded::{RunRecord, ToTrace};
 use headroom_core::sampler::Sample;
+use headroom_core::stages::MAX_STAGES;
 use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
 use headroom_core::units::printable;
 use headroom_core::unix::fifo;
@@ -21,13 +23,21 @@ use serde_json::Map;
 
 use super::output::write_line;
 
-/// Lines on stderr: each event, the problems, the verdict. Command lines are printed with
+/// Lines on stderr: each event (a stage that repeats and a flood of reports, in short:
+/// [`Printer::shown`]), the problems, the verdict. Command lines are printed with
 /// control characters escaped (a watched process's argv is someone else's text).
 #[derive(Debug)]
 pub struct Printer {
     command: String,
     /// The run's prediction: its verdict line says how the run compared.
     compared: Option<super::runs::Compared>,
+    /// Stage names whose line was shown (see [`Printer::shown`]).
+    stages_seen: HashSet<String>,
+    /// The line saying that repeated stages are not shown was.
+    said_repeats: bool,
+    /// When the last report's line was shown, and how many since were not.
+    last_report: Option<Duration>,
+    reports_not_shown: u64,
 }
 
 impl Printer {
@@ -36,9 +46,67 @@ impl Printer {
         Printer {
             command: printable(command).into_owned(),
             compared,
+            stages_seen: HashSet::new(),
+            said_repeats: false,
+            last_report: None,
+            reports_not_shown: 0,
         }
     }
+
+    /// Whether `event` at `t` gets its line: a job that marks in a loop or reports
+    /// thousands of events must not flood the terminal. A stage's line is shown the first
+    /// time its name begins (once, a line says the repeats are not shown: the verdict sums
+    /// them per name); reports at most one a [`REPORT_SPACING`], the count of those not
+    /// shown said with the next one that is, or before the verdict.
+    fn shown(&mut self, t: Duration, event: &JobEvent) -> std::io::Result<bool> {
+        match event {
+            JobEvent::Stage { stage } => {
+                if self.stages_seen.contains(stage) {
+                    if !std::mem::replace(&mut self.said_repeats, true) {
+                        write_line(&format!(
+                            "{}: stage {stage} begins again: stages that repeat are not shown \
+                             again (the verdict sums each stage's visits)",
+                            self.command
+                        ))?;
+                    }
+                    return Ok(false);
+                }
+                if self.stages_seen.len() < MAX_STAGES {
+                    self.stages_seen.insert(stage.clone());
+                }
+                Ok(true)
+            }
+            JobEvent::Reported { .. } => {
+                if self
+                    .last_report
+                    .is_some_and(|last| t < last + REPORT_SPACING)
+                {
+                    self.reports_not_shown += 1;
+                    return Ok(false);
+                }
+                self.last_report = Some(t);
+                self.said_reports_not_shown()?;
+                Ok(true)
+            }
+            JobEvent::Finished { .. } => {
+                self.said_reports_not_shown()?;
+                Ok(true)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    fn said_reports_not_shown(&mut self) -> std::io::Result<()> {
+        let n = std::mem::take(&mut self.reports_not_shown);
+        if n > 0 {
+            write_line(&format!("{}: {n} more events (not shown)", self.command))?;
+        }
+        Ok(())
+    }
 }
+
+/// Reports (load, release, mark events) are shown at most one this often.
+const REPORT_SPACING: Duration = Duration::from_secs(1);
 
 impl Sink for Printer {
     fn name(&self) -> String {
@@ -53,7 +121,10 @@ impl Sink for Printer {
         false
     }
 
-    fn event(&mut self, _t: Duration, event: &JobEvent, view: &JobView) -> std::io::Result<()> {
+    fn event(&mut self, t: Duration, event: &JobEvent, view: &JobView) -> std::io::Result<()> {
+        if !self.shown(t, event)? {
+            return Ok(());
+        }
         let mut line = words::line(event, &self.command);
         if let (JobEvent::Finished { verdict }, Some(compared)) = (event, &self.compared) {
             line.push_str(&format!("; {}", compared.words(verdict)));
@@ -85,6 +156,9 @@ pub struct TraceSink {
     /// once the job has started: with the memory its guard counts from.
     start: Option<(Duration, Map<String, serde_json::Value>, RunRecord)>,
     last_t: Option<Duration>,
+    /// The `end` record, held from the verdict until the outputs finish: the sample that saw
+    /// the job end reaches the outputs after its events, and the trace ends after it.
+    end: Option<Map<String, serde_json::Value>>,
 }
 
 impl TraceSink {
@@ -106,6 +180,7 @@ impl TraceSink {
             writer: TraceWriter::new(file),
             start: Some((poll, meta, run)),
             last_t: None,
+            end: None,
         })
     }
 
@@ -159,12 +234,21 @@ impl Sink for TraceSink {
         self.write_sample(sample)
     }
 
+    fn finish(&mut self, _view: &JobView) -> std::io::Result<()> {
+        // The verdict's `end` last: nothing follows it in a trace.
+        match self.end.take() {
+            Some(meta) => self.writer.end(meta),
+            None => Ok(()),
+        }
+    }
+
     fn event(&mut self, t: Duration, event: &JobEvent, _view: &JobView) -> std::io::Result<()> {
         self.write_start(None)?;
         if let JobEvent::Finished { verdict } = event {
             let mut meta = Map::new();
             meta.insert("verdict".into(), serde_json::to_value(verdict)?);
-            return self.writer.end(meta);
+            self.end = Some(meta);
+            return Ok(());
         }
         if let JobEvent::Stage { stage } = event {
             // stageload's own stage event, so its tools read Headroom's traces too.

@@ -7,7 +7,9 @@
 //! growth is its peak minus its start; it did not fit when that passed the tolerance, or when
 //! stageload stopped it (exit 3, `EXIT_KILLED`), which makes its need a lower bound. Its key
 //! is `--key` when given, else its `who` label, else the key `guard` gives its command line.
-//! A line that is not such a record is an error naming the file and the line.
+//! A line that is not such a record, or whose figures are past the bounds of every file
+//! Headroom reads (sizes, a percentage, a time; an end in the future), is an error naming
+//! the file and the line; a run with no measurement is left out, and said so.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -18,7 +20,7 @@ use headroom_core::fit::{job_key, typed_key, Taken};
 use headroom_core::policy::{EndReason, StopReason, Verdict};
 use headroom_core::process::ProcessIdentity;
 use headroom_core::store::RunContext;
-use headroom_core::units::unix_ms;
+use headroom_core::units::{bounded_bytes, bounded_percent, bounded_seconds, unix_ms};
 use serde::Deserialize;
 
 /// stageload's exit code for a command its guard stopped.
@@ -52,35 +54,64 @@ pub fn is_stageload_history(text: &str) -> bool {
         })
 }
 
-/// The runs of a stageload history file, keyed by `key` when given.
-pub fn runs(
-    path: &Path,
-    text: &str,
-    key: Option<&str>,
-) -> Result<Vec<(FinishedJob, RunContext)>, String> {
+/// Past runs read from a file, and a note for each line left out.
+pub type Imported = (Vec<(FinishedJob, RunContext)>, Vec<String>);
+
+/// The runs of a stageload history file, keyed by `key` when given, and a note for each
+/// line left out: a run with no measurement at all (stageload `--no-trace`, or killed before
+/// its first reading) tells nothing of what the job needs, and is not imported.
+pub fn runs(path: &Path, text: &str, key: Option<&str>) -> Result<Imported, String> {
     let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let latest = SystemTime::now() + LATEST_END_AHEAD;
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let record: Record = serde_json::from_str(line).map_err(|e| {
-            format!(
-                "{}:{}: not a stageload history line: {e}",
-                path.display(),
-                n + 1
-            )
-        })?;
-        let ended = headroom_core::trace::parse_utc(&record.end).ok_or_else(|| {
-            format!(
-                "{}:{}: 'end' is not a UTC time: {}",
-                path.display(),
-                n + 1,
-                record.end
-            )
-        })?;
+        let at = |why: String| format!("{}:{}: {why}", path.display(), n + 1);
+        let record: Record = serde_json::from_str(line)
+            .map_err(|e| at(format!("not a stageload history line: {e}")))?;
+        record.check().map_err(at)?;
+        let ended = headroom_core::trace::parse_utc(&record.end)
+            .ok_or_else(|| at(format!("'end' is not a UTC time: {}", record.end)))?;
+        if ended > latest {
+            return Err(at(format!("'end' is in the future: {}", record.end)));
+        }
+        if record.peak_footprint.is_none() && record.swap_peak.is_none() {
+            notes.push(at(
+                "the run was not measured (no footprint, no swap): not imported".into(),
+            ));
+            continue;
+        }
         out.push(run(&record, ended, key));
     }
-    Ok(out)
+    Ok((out, notes))
+}
+
+/// How far past now a run may say it ended (clocks of two machines differ a little; a year
+/// 9999 is no run's end).
+const LATEST_END_AHEAD: Duration = Duration::from_secs(86_400);
+
+impl Record {
+    /// Its figures within the bounds every file Headroom reads is held to (`units`): sizes a
+    /// machine can have, a percentage, a time.
+    fn check(&self) -> Result<(), String> {
+        let sizes = [
+            ("peak_footprint", self.peak_footprint),
+            ("swap_start", self.swap_start),
+            ("swap_peak", self.swap_peak),
+        ];
+        for (name, bytes) in sizes {
+            if let Some(bytes) = bytes {
+                bounded_bytes(bytes).map_err(|why| format!("'{name}': {why}"))?;
+            }
+        }
+        if let Some(level) = self.min_level {
+            bounded_percent(level).map_err(|why| format!("'min_level': {why}"))?;
+        }
+        bounded_seconds(self.run_s).map_err(|why| format!("'run_s': {why}"))?;
+        Ok(())
+    }
 }
 
 fn run(record: &Record, ended: SystemTime, key: Option<&str>) -> (FinishedJob, RunContext) {
@@ -97,7 +128,10 @@ fn run(record: &Record, ended: SystemTime, key: Option<&str>) -> (FinishedJob, R
                 budget_bytes: growth,
             },
         },
-        code if code < 0 => EndReason::Signaled { signal: -code },
+        // stageload writes a signal as its negative number; i32::MIN is no signal's.
+        code if code < 0 && code != i32::MIN => EndReason::Signaled {
+            signal: code.saturating_neg(),
+        },
         code => EndReason::Exited { code },
     };
     let verdict = Verdict {
@@ -159,7 +193,8 @@ mod tests {
     fn stageload_runs_become_past_runs() {
         assert!(is_stageload_history(HISTORY));
         assert!(!is_stageload_history(r#"{"type":"start","utc":"x"}"#));
-        let runs = runs(Path::new("h.jsonl"), HISTORY, None).unwrap();
+        let (runs, notes) = runs(Path::new("h.jsonl"), HISTORY, None).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
         assert_eq!(runs.len(), 2);
         let (job, ctx) = &runs[0];
         assert_eq!(ctx.key, "pixal");
@@ -167,12 +202,12 @@ mod tests {
         assert_eq!(job.verdict.swap_growth_bytes, 50_000_000);
         assert_eq!(job.ended_at_ms - job.started_at_ms, 600_500);
         let (job, ctx) = &runs[1];
-        assert_eq!(ctx.key, "python3 qwen.py --size 1024");
+        assert_eq!(ctx.key, "qwen.py --size 1024");
         assert!(!job.verdict.fits);
         assert!(matches!(job.verdict.ended, EndReason::Stopped { .. }));
         let (need, lower) = headroom_core::fit::need_of(&job.verdict, ctx.taken);
         assert!(lower && need > 49_000_000_000, "{need}");
-        let keyed = super::runs(Path::new("h.jsonl"), HISTORY, Some("k")).unwrap();
+        let (keyed, _) = super::runs(Path::new("h.jsonl"), HISTORY, Some("k")).unwrap();
         assert!(keyed.iter().all(|(_, c)| c.key == "k"));
     }
 
@@ -191,5 +226,50 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("h.jsonl:1: 'end' is not a UTC time"), "{err}");
+    }
+
+    #[test]
+    fn figures_past_every_bound_name_the_line_and_unmeasured_runs_are_left_out() {
+        let good = HISTORY.lines().next().unwrap();
+        for (bad, why) in [
+            (
+                good.replace(
+                    "\"peak_footprint\": 32000000000",
+                    "\"peak_footprint\": 18446744073709551615",
+                ),
+                "h.jsonl:2: 'peak_footprint': 18446744073709551615 bytes is more than",
+            ),
+            (
+                good.replace("2026-10-05T10:00:00", "9999-10-05T10:00:00"),
+                "h.jsonl:2: 'end' is in the future",
+            ),
+            (
+                good.replace("\"min_level\": 21", "\"min_level\": 250"),
+                "h.jsonl:2: 'min_level': 250 is not a percentage",
+            ),
+            (
+                good.replace("\"run_s\": 600.5", "\"run_s\": -1"),
+                "h.jsonl:2: 'run_s': -1 is not a number of seconds",
+            ),
+        ] {
+            let text = format!("{good}\n{bad}\n");
+            let err = runs(Path::new("h.jsonl"), &text, None).unwrap_err();
+            assert!(err.starts_with(why), "{err}");
+        }
+        // An exit of i32::MIN is no signal (its negation would overflow).
+        let min = good.replace("\"exit\": 0", &format!("\"exit\": {}", i32::MIN));
+        let (runs_min, _) = runs(Path::new("h.jsonl"), &min, None).unwrap();
+        assert_eq!(
+            runs_min[0].0.verdict.ended,
+            EndReason::Exited { code: i32::MIN }
+        );
+        // A run with no measurement says nothing of a need: left out, and said.
+        let unmeasured = r#"{"end": "2026-10-05T10:00:00+00:00", "who": "w", "cmd": "x", "exit": -9, "run_s": 0.2, "peak_footprint": null, "swap_start": null, "swap_peak": null}"#;
+        let (kept, notes) = runs(Path::new("h.jsonl"), unmeasured, None).unwrap();
+        assert!(kept.is_empty());
+        assert_eq!(
+            notes,
+            ["h.jsonl:1: the run was not measured (no footprint, no swap): not imported"]
+        );
     }
 }

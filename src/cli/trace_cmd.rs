@@ -62,8 +62,15 @@ fn parse_chart_path(text: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// Reads a trace for a subcommand: one without a sample is bad input (exit 2), as a trace
+/// that is not one is.
 fn load(file: &std::path::Path) -> anyhow::Result<Trace> {
     let trace = read_trace(file)?;
+    if trace.samples.is_empty() {
+        return Err(
+            exit::Invalid(format!("{}: no samples: nothing to read", file.display())).into(),
+        );
+    }
     if trace.truncated {
         eprintln!(
             "headroom: note: {}: the last line was cut off mid-write and was skipped",

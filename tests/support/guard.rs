@@ -45,6 +45,23 @@ impl Guard {
         Self::spawn(cmd, args, name)
     }
 
+    /// [`Guard::start`] in a session of its own, as a service or a script that has exited
+    /// leaves a guard: its process group is orphaned (the kernel discards a SIGTSTP there).
+    pub fn start_in_new_session(args: &[&str], name: &str) -> Guard {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = headroom();
+        // SAFETY: between fork and exec only async-signal-safe calls: setsid.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Self::spawn(cmd, args, name)
+    }
+
     fn spawn(mut cmd: std::process::Command, args: &[&str], name: &str) -> Guard {
         let stderr = test_home().join(format!("{name}.stderr"));
         let child = cmd

@@ -25,9 +25,47 @@ impl Default for TraceChartOptions {
     }
 }
 
+/// A chart is drawn from at most this many buckets of samples ([`bounded`]): a chart is a
+/// few hundred pixels wide, and a trace of a day at 10 checks a second has 864,000.
+pub const PLOTTED_BUCKETS: usize = 1000;
+
+/// `samples` (in time order) cut to at most four per bucket of `buckets`: from each run of
+/// consecutive samples, its first, and those with the highest swap, the highest footprint
+/// and the lowest free memory, in time order. Every peak and trough of the chart stays.
+pub fn bounded<'a>(samples: &[&'a SampleRecord], buckets: usize) -> Vec<&'a SampleRecord> {
+    let per = samples.len().div_ceil(buckets.max(1));
+    if per <= 1 {
+        return samples.to_vec();
+    }
+    let mut kept = Vec::with_capacity(buckets * 4);
+    for chunk in samples.chunks(per) {
+        let pick = |key: &dyn Fn(&SampleRecord) -> f64| {
+            (0..chunk.len())
+                .max_by(|&a, &b| key(chunk[a]).total_cmp(&key(chunk[b])))
+                .unwrap_or(0)
+        };
+        let mut at = [
+            0,
+            pick(&|s| s.swap_used as f64),
+            pick(&|s| s.footprint as f64),
+            pick(&|s| -s.level),
+        ];
+        at.sort_unstable();
+        let mut last = None;
+        for i in at {
+            if last != Some(i) {
+                kept.push(chunk[i]);
+                last = Some(i);
+            }
+        }
+    }
+    kept
+}
+
 /// Plots a trace: footprint and swap in use (GB, left axis), free % (right axis), and stage
 /// starts (`stages` as from [`crate::summary::stage_windows`]; non-finite times are skipped).
-/// Samples are sorted by time first. An empty trace is [`ChartError::EmptyTrace`].
+/// Samples are sorted by time first, and a long trace is drawn from a bounded series
+/// ([`bounded`]). An empty trace is [`ChartError::EmptyTrace`].
 pub fn trace_chart(
     trace: &Trace,
     stages: &[(String, f64)],
@@ -40,6 +78,7 @@ pub fn trace_chart(
         return Err(ChartError::EmptyTrace);
     }
     samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+    let samples = bounded(&samples, PLOTTED_BUCKETS);
     ensure_font()?;
     let size = (opts.width.max(320), opts.height.max(200));
     let data = (&samples[..], stages, opts);

@@ -87,6 +87,11 @@ pub fn run(
     peers: Option<Box<dyn PeerSource>>,
     interrupts: &dyn Interrupts,
 ) -> Result<Outcome, DriveError> {
+    // A large job's members each take descriptors (kept files, exit watches): the soft
+    // limit is raised to the hard one, and the command gets it back as it was (spawned.rs).
+    if let Err(e) = crate::counters::limits::raise_open_files() {
+        tracing::warn!(error = %e, "the limit on open files could not be raised");
+    }
     let sampler = InlineSampler::new(counters.clone(), spec.poll);
     let (requests, wakes, pending) = wake_on_signals(interrupts);
     let first = counters.read_system().map_err(DriveError::FirstRead)?;
@@ -108,6 +113,9 @@ pub fn run(
         .ok();
     let (members, spawned, tracking) =
         launch_job(counters, launch, marks.as_ref().map(MarkServer::path))?;
+    if spawned.is_some() {
+        interrupts.job_runs();
+    }
     let set = MemberSet::new(members);
     let mut engine = Engine::default();
     let (command, poll, owned) = (spec.command.clone(), spec.poll, spec.owned);

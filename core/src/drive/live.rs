@@ -161,7 +161,7 @@ impl LiveSource<'_> {
                     self.check_now = true;
                     return Some(Input::LeaderExit(exit));
                 }
-                Reaped::TerminalStop if spawned.terminal.is_some() => self.suspended(),
+                Reaped::TerminalStop if spawned.terminal.is_some() => self.suspended(true),
                 // Stopped by someone else, outside a terminal: not ours to continue.
                 Reaped::TerminalStop => {}
             }
@@ -177,7 +177,7 @@ impl LiveSource<'_> {
                 signals::SIGINT => JobSignal::Interrupt,
                 signals::SIGQUIT => JobSignal::Quit,
                 _ => {
-                    self.suspended();
+                    self.suspended(false);
                     continue;
                 }
             };
@@ -236,8 +236,10 @@ impl LiveSource<'_> {
     /// terminal did not stop (in other sessions or groups: a `setsid` worker) are paused
     /// first, so nothing of the job runs unguarded while the driver is suspended, and
     /// continued with the rest on `fg` (or `bg`); members already stopped (a pause of the
-    /// engine's) stay as they are. A watched process is not the driver's to pause.
-    fn suspended(&mut self) {
+    /// engine's) stay as they are. A watched process is not the driver's to pause. A
+    /// SIGTSTP to the driver itself (`by_terminal` false: the terminal stopped nothing, or
+    /// there is no terminal) suspends it the same way, and continues only what it paused.
+    fn suspended(&mut self, by_terminal: bool) {
         let Some(spawned) = self.spawned.as_ref() else {
             jobctl::suspend_self();
             return;
@@ -260,7 +262,13 @@ impl LiveSource<'_> {
         if let Some(terminal) = &spawned.terminal {
             let _ = terminal.take_back();
         }
-        jobctl::suspend_self();
+        if by_terminal {
+            jobctl::suspend_self();
+        } else {
+            // A stop signal sent to the guard itself: stopped for sure, wherever its
+            // process group is (a SIGTSTP of its own would be discarded in an orphaned one).
+            jobctl::stop_self();
+        }
         // Continued: `fg` gave the terminal back to us (hand it to the job, if it had it);
         // `bg` did not.
         if let Some(terminal) = spawned.terminal.as_ref().filter(|t| t.ours()) {
@@ -268,7 +276,7 @@ impl LiveSource<'_> {
                 let _ = terminal.give_to_job();
             }
         }
-        if spawned.exit.is_none() {
+        if by_terminal && spawned.exit.is_none() {
             // Job control, as a shell does it: the group the driver started, while its
             // leader lives (its id names no other group then).
             let _ = signals::send_group(spawned.leader, SIGCONT);

@@ -81,6 +81,10 @@ pub trait Interrupts {
     /// [`Interrupts::key`] rather than counted as interrupts: the driver holds the terminal
     /// for a job whose leader has exited. (SIGTSTP, Ctrl-Z, always is one.)
     fn keys_for_the_job(&self) {}
+    /// The driver's command runs: from now on SIGTSTP to the driver (a `kill -TSTP`, with or
+    /// without a terminal) is a key too, so the driver never stops alone while its job runs
+    /// on unguarded: it suspends with the job paused (see [`Interrupts::key`]).
+    fn job_runs(&self) {}
     /// The next key kept for the job (SIGINT, SIGQUIT or SIGTSTP), if any.
     fn key(&self) -> Option<i32> {
         None

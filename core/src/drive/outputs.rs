@@ -240,6 +240,7 @@ impl Outputs {
     /// user interrupted it). Names the outputs that could not finish.
     pub fn finish(mut self, view: &Arc<JobView>, give_up: &dyn Fn() -> bool) -> Vec<String> {
         self.relay_problems();
+        let started = Instant::now();
         let mut unfinished = Vec::new();
         for worker in &self.workers {
             // Blocking here is fine for the job (it has ended); bounded for all but the
@@ -250,13 +251,20 @@ impl Outputs {
                     .send(Update::Finish(Arc::clone(view)))
                     .map_err(|_| ())
             } else {
-                worker
-                    .queue
-                    .try_send(Update::Finish(Arc::clone(view)))
-                    .map_err(|_| ())
+                // A full queue (a flood of events) drains: the finish waits its turn, up to
+                // the finish's wait.
+                let mut update = Update::Finish(Arc::clone(view));
+                loop {
+                    match worker.queue.try_send(update) {
+                        Err(TrySendError::Full(back)) if started.elapsed() < FINISH_WAIT => {
+                            update = back;
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        sent => break sent.map_err(|_| ()),
+                    }
+                }
             };
         }
-        let started = Instant::now();
         for worker in self.workers.drain(..) {
             let Worker {
                 name,

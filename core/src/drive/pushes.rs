@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::outputs::Sink;
 use crate::engine::JobView;
 use crate::marks::{Push, Sessions};
-use crate::policy::{JobEvent, OnBudget};
+use crate::policy::JobEvent;
 
 /// Pushes the guard's warnings to the job's sessions.
 #[derive(Debug)]
@@ -42,12 +42,8 @@ impl Sink for SessionPushes {
             let reached = self.sessions.push(&Push::Warning {
                 growth_bytes: *growth_bytes,
                 budget_bytes: *budget_bytes,
-                then: match then {
-                    OnBudget::Stop => "stop",
-                    OnBudget::Pause => "pause",
-                }
-                .into(),
-                stage: view.stages.last().map(|s| s.stage.clone()),
+                then: then.as_str().into(),
+                stage: view.current_stage.clone(),
                 job: view.pid,
             });
             tracing::info!(reached, "the warning was pushed to the job's sessions");

@@ -119,6 +119,7 @@ pub(super) fn launch_job(
     if let Some(terminal) = &terminal {
         terminal.hand_over_at_spawn(&mut command);
     }
+    crate::counters::limits::restore_for_child(&mut command);
     let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {

@@ -62,7 +62,8 @@ pub fn step(engine: &mut Engine, own: Option<u64>, input: Input, now: Moment) ->
         Input::Mark { peer, stage, reply } => from_member(engine, peer, &reply, |e, job| {
             let actions = e.mark(job, &stage, now.clock);
             let full = format!(
-                "the job has {} stages already: no more are recorded",
+                "the job has {} stage names already: no new name is recorded (marks of those \
+                 names are)",
                 crate::stages::MAX_STAGES
             );
             (actions.is_empty().then_some(full), actions)

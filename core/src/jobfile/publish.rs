@@ -170,8 +170,11 @@ impl Sink for Publisher {
         Ok(())
     }
 
-    fn event(&mut self, _t: Duration, _event: &JobEvent, view: &JobView) -> io::Result<()> {
-        self.publish(view, true);
+    fn event(&mut self, _t: Duration, event: &JobEvent, view: &JobView) -> io::Result<()> {
+        // A stage or a report changes nothing the file holds: written when due, like a
+        // sample (a job that marks thousands of times must not write its file as often).
+        let force = !matches!(event, JobEvent::Stage { .. } | JobEvent::Reported { .. });
+        self.publish(view, force);
         Ok(())
     }
 

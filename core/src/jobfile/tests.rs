@@ -72,6 +72,7 @@ fn guarded_view(id: u64, pid: u32, state: JobStatus) -> crate::engine::JobView {
         verdict: None,
         started_at_ms: NOW_MS + i64::from(pid),
         stages: Vec::new(),
+        current_stage: None,
         on_budget: OnBudget::Pause,
         pauses: 0,
         paused_since_ms: None,

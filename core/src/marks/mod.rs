@@ -652,12 +652,17 @@ mod tests {
     }
 
     #[test]
-    fn a_hello_from_outside_the_job_or_of_version_1_is_refused() {
+    fn a_hello_from_outside_the_job_or_of_another_version_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (server, path, _rx) = session_server(dir.path(), false);
         for (hello, why) in [
             ("{\"hello\":2}\n", "error: pid "),
             ("{\"hello\":1}\n", "error: protocol version 1 has no hello"),
+            // A version this server does not speak is refused, not greeted as its own.
+            (
+                "{\"hello\":999}\n",
+                "error: protocol version 999 is not spoken here",
+            ),
         ] {
             let mut s = UnixStream::connect(&path).unwrap();
             let mut reader = BufReader::new(s.try_clone().unwrap());

@@ -71,7 +71,8 @@ pub fn check_stage(name: &str) -> Result<&str, String> {
 }
 
 /// One request line (up to its newline), checked: a line past [`MAX_LINE_BYTES`], one that
-/// is not JSON of a request, a bad name or a hello of version 1 are refused with why.
+/// is not JSON of a request, a bad name or a hello of a version other than
+/// [`PROTOCOL_VERSION`] are refused with why.
 pub(super) fn parse_line(mut line: Vec<u8>) -> Result<Request, String> {
     let too_long = line.len() > MAX_LINE_BYTES && !line[..MAX_LINE_BYTES].contains(&b'\n');
     if too_long {
@@ -87,7 +88,10 @@ pub(super) fn parse_line(mut line: Vec<u8>) -> Result<Request, String> {
     match parsed {
         Line::Mark(m) => check_stage(&m.stage).map(|s| Request::Mark(s.to_string())),
         Line::Control { control, pid } => Ok(Request::Control { control, pid }),
-        Line::Hello { hello } if hello >= PROTOCOL_VERSION => Ok(Request::Hello),
+        Line::Hello { hello } if hello == PROTOCOL_VERSION => Ok(Request::Hello),
+        Line::Hello { hello } if hello > PROTOCOL_VERSION => Err(format!(
+            "protocol version {hello} is not spoken here (this server speaks 1 and {PROTOCOL_VERSION}): send {{\"hello\":{PROTOCOL_VERSION}}}"
+        )),
         Line::Hello { hello } => Err(format!(
             "protocol version {hello} has no hello: send {{\"hello\":{PROTOCOL_VERSION}}}"
         )),

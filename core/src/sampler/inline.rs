@@ -20,7 +20,6 @@ pub struct InlineSampler {
     origin: Instant,
     interval: Duration,
     schedule_start: Instant,
-    n: u64,
     next: Instant,
     seq: u64,
     errors: ErrorOnce,
@@ -46,7 +45,6 @@ impl InlineSampler {
             origin: now,
             interval: interval.max(Duration::from_millis(1)),
             schedule_start: now,
-            n: 0,
             next: now,
             seq: 0,
             errors: ErrorOnce::default(),
@@ -77,8 +75,7 @@ impl InlineSampler {
         let last = self.next.checked_sub(self.interval).unwrap_or(self.origin);
         self.interval = interval;
         self.schedule_start = last;
-        self.n = 0;
-        (self.n, self.next) = next_tick(last, interval, 0, last);
+        self.next = next_tick(last, interval, last);
     }
 
     /// Time until the next tick is due (zero when it is).
@@ -114,7 +111,8 @@ impl InlineSampler {
         self.full_spacing = spacing;
     }
 
-    /// Reads one sample now and schedules the next tick (missed ticks are skipped). One tick
+    /// Reads one sample now and schedules the next tick on the clock's schedule (missed ticks
+    /// are skipped; an extra tick, taken between two, does not move the next one). One tick
     /// in [`FULL_EVERY`], and no more than one each [`FULL_SPACING`], reads everything; the
     /// others are light ([`read_sample`]) while they are allowed.
     pub fn tick(&mut self) -> Sample {
@@ -135,7 +133,7 @@ impl InlineSampler {
         self.last.clone_from(&sample.system);
         self.since_full = if light { (ticks + 1, at) } else { (1, now) };
         self.seq += 1;
-        (self.n, self.next) = next_tick(self.schedule_start, self.interval, self.n, Instant::now());
+        self.next = next_tick(self.schedule_start, self.interval, Instant::now());
         sample
     }
 }

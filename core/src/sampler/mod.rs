@@ -124,18 +124,16 @@ pub fn read_sample(
     }
 }
 
-/// The deadline of the next tick after `now` for a schedule `start + n × interval`, and its n.
-/// Ticks already missed are skipped, never run in a burst.
-pub fn next_tick(start: Instant, interval: Duration, last_n: u64, now: Instant) -> (u64, Instant) {
+/// The deadline of the next tick after `now` for a schedule `start + n × interval`: the
+/// first slot after `now`. The schedule is the clock's, not a count of ticks: a tick taken
+/// between two slots (an extra one, for a mark or a signal) does not move the next regular
+/// one, and ticks already missed are skipped, never run in a burst.
+pub fn next_tick(start: Instant, interval: Duration, now: Instant) -> Instant {
     let interval_nanos = interval.as_nanos().max(1);
-    let mut n = last_n + 1;
-    let elapsed = now.saturating_duration_since(start).as_nanos();
-    let due = elapsed / interval_nanos;
-    if u128::from(n) < due {
-        n = u64::try_from(due).unwrap_or(u64::MAX);
-    }
-    let offset = interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-    (n, start + offset)
+    let n = now.saturating_duration_since(start).as_nanos() / interval_nanos + 1;
+    // Nanoseconds in a u64 last 584 years: no schedule of a running process reaches its end.
+    let offset_nanos = u64::try_from(n.saturating_mul(interval_nanos)).unwrap_or(u64::MAX);
+    start + Duration::from_nanos(offset_nanos)
 }
 
 #[derive(Debug)]
@@ -286,7 +284,6 @@ fn run_loop(shared: &Shared, counters: &Counters) {
         // A new interval: ticks from now on, one new interval apart (the first tick of all
         // is immediate).
         let start = Instant::now();
-        let mut n = 0u64;
         let mut deadline = if first { start } else { start + interval };
         first = false;
         loop {
@@ -325,7 +322,7 @@ fn run_loop(shared: &Shared, counters: &Counters) {
                 Err(_) => tracing::error!(seq, "reading a sample panicked; sampling goes on"),
             }
             seq += 1;
-            (n, deadline) = next_tick(start, interval, n, Instant::now());
+            deadline = next_tick(start, interval, Instant::now());
         }
     }
 }
@@ -370,17 +367,34 @@ mod tests {
         let i = Duration::from_millis(500);
         // On time: the next deadline is exactly start + (n+1) × interval.
         assert_eq!(
-            next_tick(start, i, 0, start + Duration::from_millis(3)),
-            (1, start + i)
+            next_tick(start, i, start + Duration::from_millis(3)),
+            start + i
         );
         assert_eq!(
-            next_tick(start, i, 7199, start + i * 7199 + Duration::from_millis(40)),
-            (7200, start + i * 7200)
+            next_tick(start, i, start + i * 7199 + Duration::from_millis(40)),
+            start + i * 7200
         );
-        // Late by several ticks: skip to the current slot, no burst.
-        let (n, at) = next_tick(start, i, 1, start + Duration::from_millis(2600));
-        assert_eq!(n, 5);
-        assert_eq!(at, start + i * 5);
+        // Late by several ticks: the next slot after now, no burst of the missed ones.
+        assert_eq!(
+            next_tick(start, i, start + Duration::from_millis(2600)),
+            start + i * 6
+        );
+        // Days of 1 ms ticks: the schedule still moves forward.
+        let days = Duration::from_secs(60 * 86_400);
+        let ms = Duration::from_millis(1);
+        assert_eq!(next_tick(start, ms, start + days), start + days + ms);
+    }
+
+    #[test]
+    fn extra_ticks_never_move_the_schedule() {
+        // Hundreds of extra ticks (marks, each asking for a fresh look) between two slots:
+        // the next regular tick stays where the clock put it.
+        let start = Instant::now();
+        let i = Duration::from_millis(500);
+        for k in 0..400u32 {
+            let at = start + i * 3 + Duration::from_micros(u64::from(k) * 1000);
+            assert_eq!(next_tick(start, i, at), start + i * 4, "extra tick {k}");
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub use runs::{KeySummary, RunContext, RunRow};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
@@ -102,6 +102,33 @@ ALTER TABLE active_jobs ADD COLUMN free_start_percent REAL;
     // ... and memory in use at its start, where the kernel counts it (macOS).
     r"
 ALTER TABLE active_jobs ADD COLUMN in_use_start_bytes INTEGER;
+",
+    // A job may be interrupted at its budget (`--on-budget interrupt`): SQLite changes a
+    // CHECK only by making the table again.
+    r"
+CREATE TABLE active_jobs_new (
+    pid INTEGER NOT NULL,
+    start_time INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    mode TEXT NOT NULL CHECK (mode IN ('watch', 'guard')),
+    started_at_ms INTEGER NOT NULL,
+    swap_budget_bytes INTEGER NOT NULL,
+    kill_free_percent REAL NOT NULL,
+    swap_start_bytes INTEGER NOT NULL,
+    boot_id TEXT NOT NULL DEFAULT '',
+    on_budget TEXT NOT NULL DEFAULT 'stop' CHECK (on_budget IN ('stop', 'pause', 'interrupt')),
+    pauses INTEGER NOT NULL DEFAULT 0,
+    paused_since_ms INTEGER,
+    key TEXT,
+    free_start_percent REAL,
+    in_use_start_bytes INTEGER,
+    PRIMARY KEY (pid, start_time)
+);
+INSERT INTO active_jobs_new SELECT pid, start_time, command, mode, started_at_ms,
+    swap_budget_bytes, kill_free_percent, swap_start_bytes, boot_id, on_budget, pauses,
+    paused_since_ms, key, free_start_percent, in_use_start_bytes FROM active_jobs;
+DROP TABLE active_jobs;
+ALTER TABLE active_jobs_new RENAME TO active_jobs;
 ",
 ];
 

@@ -3,7 +3,7 @@
 //! the memory it ran in. Rows of the `jobs` table; many writers at once are safe (WAL, a
 //! busy timeout, one short statement per record).
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use super::{Store, StoreError};
@@ -173,6 +173,22 @@ impl Store {
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// True when the history holds a run of `key` with the command, start and end of `job`:
+    /// the same run, recorded before (an import of the same file again, of a link to it or
+    /// of a copy).
+    pub fn has_run(&self, key: &str, job: &FinishedJob) -> Result<bool, StoreError> {
+        let found: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM jobs WHERE key = ?1 AND command = ?2 AND started_at_ms = ?3 \
+                 AND ended_at_ms = ?4 LIMIT 1",
+                params![key, job.command, job.started_at_ms, job.ended_at_ms],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(found.is_some())
     }
 
     /// The prediction for `key` from its last `RUNS_PREDICTED` runs (none without a past

@@ -10,6 +10,8 @@
 //!   Mac with xnu's rules); [`xnu`] decodes the answers' bytes.
 //! - `unsupported.rs`: every read is [`CounterError::Unsupported`], so other targets compile
 //!   (`scripts/check-macos` type-checks FreeBSD for it).
+//! - [`limits`]: this process's limit on open files, read and raised, and the share of it a
+//!   guard holds for speed.
 //!
 //! Nothing outside this folder asks the OS for memory numbers; signals and job control are in
 //! [`crate::unix`]. Units are in the names: `_bytes`, `_percent`. Cumulative counters
@@ -21,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::error::CounterError;
 
+pub mod limits;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]

@@ -179,6 +179,17 @@ impl Terminal {
     }
 }
 
+/// Stops this process with SIGSTOP, which nothing catches and the kernel never discards (a
+/// SIGTSTP is, in an orphaned process group: a guard started from a script that has exited,
+/// or by a service); returns once it is continued (SIGCONT).
+pub fn stop_self() {
+    // SAFETY: raise takes a signal number and sends it to this thread; SIGSTOP stops the
+    // whole process.
+    unsafe {
+        libc::raise(libc::SIGSTOP);
+    }
+}
+
 /// Stops this process as Ctrl-Z would (SIGTSTP, its default action for the time of it,
 /// whatever handler catches it); returns once it is continued (`fg`, `bg`). In an orphaned
 /// process group the kernel discards the signal and this returns at once.

@@ -81,6 +81,15 @@ pub(super) struct Job {
     pub(super) declined: Vec<PeerAt>,
     /// Since when its budget counts (wall clock): its start, last resume or last room made.
     pub(super) budget_since: SystemTime,
+    /// An interrupt at its budget under way (`--on-budget interrupt`, `super::interrupt`).
+    pub(super) interrupted: Option<Interrupted>,
+}
+
+/// An interrupt under way (`super::interrupt`): the calm watch that gives the job its
+/// budget back.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Interrupted {
+    pub(super) calm: Calm,
 }
 
 /// The pauses of a job.
@@ -168,6 +177,7 @@ impl Job {
             making_room: None,
             declined: Vec::new(),
             budget_since: at.at,
+            interrupted: None,
         }
     }
 
@@ -244,7 +254,7 @@ impl Job {
         }
     }
 
-    fn signal(&self, signal: JobSignal, members: Vec<ProcessIdentity>) -> Action {
+    pub(super) fn signal(&self, signal: JobSignal, members: Vec<ProcessIdentity>) -> Action {
         Action::Signal {
             job_id: self.id,
             signal,
@@ -349,9 +359,11 @@ impl Job {
         let window = if guarded { self.check } else { Duration::ZERO };
         self.ledger.record(obs, window);
         let growth = self.ledger.budget_growth_bytes(obs);
+        // After an interrupt, the hard limit in place of the budget (`super::interrupt`).
+        let mut limits = self.judged_limits(self.spec.limits.clone());
         if guarded && (!between || self.looks.regular_due(obs.t)) {
             self.check = check_interval(
-                &self.spec.limits,
+                &limits,
                 growth,
                 obs.swap_used_bytes,
                 self.ledger.rate_bytes_per_second(),
@@ -361,7 +373,6 @@ impl Job {
             .max(self.spec.min_check);
             self.looks.regular(obs.t, self.check);
         }
-        let mut limits = self.spec.limits.clone();
         limits.lookahead = self.check;
         let stop = match (guarded, between) {
             (false, _) => None,
@@ -390,9 +401,10 @@ impl Job {
             actions.push(self.notify(event));
         }
         match stop {
+            Some(reason) if self.interrupts(&reason) => self.interrupt(reason, obs, actions),
             Some(reason) if self.yields() => self.answer_crossing(reason, peers, actions),
             Some(reason) => self.stop(reason, None, actions),
-            None => {}
+            None => self.watch_calm(obs, actions),
         }
     }
 

@@ -287,7 +287,7 @@ impl Engine {
             return Vec::new();
         };
         if event.stage.is_none() {
-            event.stage = job.stages.stages().last().map(|s| s.stage.clone());
+            event.stage = job.stages.current().map(|s| s.stage.clone());
         }
         vec![job.notify(JobEvent::Reported { report: event })]
     }
@@ -619,6 +619,7 @@ fn view_into(j: &Job, v: &mut JobView) {
     v.started_at_ms = unix_ms(j.started_at);
     v.stages.clear();
     v.stages.extend_from_slice(j.stages.stages());
+    v.current_stage = j.stages.current().map(|s| s.stage.clone());
     v.on_budget = j.spec.limits.on_budget;
     v.pauses = j.pauses.count;
     v.paused_since_ms = j.pauses.current.map(|(at, _)| unix_ms(at));

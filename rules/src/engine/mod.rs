@@ -24,6 +24,7 @@
 
 mod aim;
 mod execute;
+mod interrupt;
 mod job;
 mod jobs;
 mod phase;
@@ -213,8 +214,10 @@ pub struct JobView {
     pub verdict: Option<Verdict>,
     /// When it was picked, ms since the epoch.
     pub started_at_ms: i64,
-    /// Its stages so far, as its processes marked them.
+    /// Its stages so far, as its processes marked them (one per name).
     pub stages: Vec<StageFigures>,
+    /// The stage it is in now, if it marked one.
+    pub current_stage: Option<String>,
     /// What passing the budget does (guards).
     pub on_budget: OnBudget,
     /// Pauses so far.
@@ -280,6 +283,8 @@ impl JobMode {
 mod aim_tests;
 #[cfg(test)]
 mod cgroup_tests;
+#[cfg(test)]
+mod interrupt_tests;
 #[cfg(test)]
 mod order_tests;
 #[cfg(test)]

@@ -83,9 +83,14 @@ fn at_ms(
 }
 
 /// A sample of a one-process job: alive (running) or gone.
-fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {
+pub(super) fn sample(seq: u64, swap: u64, id: ProcessIdentity, alive: bool) -> Sample {
     let members: &[Member] = if alive { &[running(id)][..] } else { &[] };
     at(seq, swap, 50.0, id, members)
+}
+
+/// Sample `seq` of a live one-process job with `free` percent free memory.
+pub(super) fn at_free(seq: u64, swap: u64, free: f64, id: ProcessIdentity) -> Sample {
+    at(seq, swap, free, id, &[running(id)])
 }
 
 pub(super) fn set(id: ProcessIdentity) -> JobIds {
@@ -126,7 +131,7 @@ pub(super) fn signal_of(actions: &[Action]) -> Option<(JobSignal, Vec<u32>)> {
     })
 }
 
-fn finished(actions: &[Action]) -> Option<Verdict> {
+pub(super) fn finished(actions: &[Action]) -> Option<Verdict> {
     actions.iter().find_map(|a| match a {
         Action::Notify {
             event: JobEvent::Finished { verdict },
@@ -986,11 +991,8 @@ fn a_run_is_recorded_under_its_key_from_the_free_memory_at_its_start() {
         (start.key.as_str(), start.free_start_percent),
         ("qwen image", Some(62.5))
     );
-    // No key named: the command line's (program and script by file name).
-    assert_eq!(
-        jobs.run_start(other).unwrap().key,
-        "python3 gen.py --steps 9"
-    );
+    // No key named: the command line's (the script by file name, however it is started).
+    assert_eq!(jobs.run_start(other).unwrap().key, "gen.py --steps 9");
     // Taken up after a restart: the key and the start's free memory are kept, not the first
     // sample's after it.
     let saved = jobs.active_record(job, "boot").unwrap();

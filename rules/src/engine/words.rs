@@ -46,6 +46,7 @@ pub fn line(event: &JobEvent, command: &str) -> String {
             if *asked { "is paused in its place" } else { "was paused a moment ago" },
             format_bytes(*swap_used_bytes)
         ),
+        JobEvent::Interrupted { .. } | JobEvent::Rearmed { .. } => interrupt_line(event, command),
         JobEvent::Resumed {
             free_percent,
             paused,
@@ -152,6 +153,11 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
                 format_bytes(*growth_bytes)
             ),
         ),
+        JobEvent::Interrupted { leader, hard_bytes, .. } => interrupted(&short, *leader, *hard_bytes),
+        JobEvent::Rearmed { .. } => (
+            "Budget back".into(),
+            format!("{short}: swap stopped growing after the interrupt; its whole budget counts again."),
+        ),
         JobEvent::MadeRoom { younger_pid, .. } => (
             "Paused a younger job".into(),
             format!("{short} passed its budget: the younger job of pid {younger_pid} is paused in its place."),
@@ -215,11 +221,45 @@ fn reported(event: &crate::stages::Reported) -> String {
     text
 }
 
+/// The line of an interrupt at the budget, or of the budget given back after it
+/// (`--on-budget interrupt`).
+fn interrupt_line(event: &JobEvent, command: &str) -> String {
+    match event {
+        JobEvent::Interrupted {
+            reason,
+            leader,
+            hard_bytes,
+            swap_used_bytes,
+        } => format!(
+            "interrupted {command} (SIGINT to pid {leader}): {reason}; it is stopped if swap grows {} more from {}, and gets its budget again once swap stops growing",
+            format_bytes(*hard_bytes),
+            format_bytes(*swap_used_bytes)
+        ),
+        JobEvent::Rearmed { swap_used_bytes } => format!(
+            "swap stopped growing after the interrupt: {command} has its whole budget again, from swap {}",
+            format_bytes(*swap_used_bytes)
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The notification of an interrupt at the budget (`--on-budget interrupt`).
+fn interrupted(short: &str, leader: u32, hard_bytes: u64) -> (String, String) {
+    (
+        "Interrupted a job".into(),
+        format!(
+            "{short} passed its budget: SIGINT to pid {leader} (KeyboardInterrupt in Python). Stopped if swap grows {} more.",
+            format_bytes(hard_bytes)
+        ),
+    )
+}
+
 /// What the guard does at the budget, as a past participle.
 fn done(then: OnBudget) -> &'static str {
     match then {
         OnBudget::Stop => "stopped",
         OnBudget::Pause => "paused",
+        OnBudget::Interrupt => "interrupted",
     }
 }
 
@@ -228,6 +268,7 @@ fn verb(then: OnBudget) -> &'static str {
     match then {
         OnBudget::Stop => "stop",
         OnBudget::Pause => "pause",
+        OnBudget::Interrupt => "interrupt",
     }
 }
 

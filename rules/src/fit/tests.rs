@@ -22,13 +22,16 @@ fn keys_name_the_program_and_script_and_keep_the_arguments() {
     let cases = [
         (
             "/usr/bin/python3.11 /home/a/gen.py --steps 20",
-            "python3 gen.py --steps 20",
+            "gen.py --steps 20",
         ),
-        ("python3 gen.py --steps 20", "python3 gen.py --steps 20"),
-        (
-            "/opt/venv/bin/python -u ./src/gen.py x",
-            "python -u gen.py x",
-        ),
+        ("python3 gen.py --steps 20", "gen.py --steps 20"),
+        ("/opt/venv/bin/python -u ./src/gen.py x", "gen.py x"),
+        // One script, one key, however it is started.
+        ("./gen.py x", "gen.py x"),
+        ("/usr/bin/env python3 gen.py x", "gen.py x"),
+        ("env PYTHONHASHSEED=0 python3 gen.py x", "gen.py x"),
+        ("python -m headroom_memory gen.py x", "gen.py x"),
+        ("python3 -X importtime gen.py x", "gen.py x"),
         (
             "python3 -m diffusers.cli --fast",
             "python3 -m diffusers.cli --fast",
@@ -38,7 +41,8 @@ fn keys_name_the_program_and_script_and_keep_the_arguments() {
             "/usr/local/bin/llama-server -m model.gguf",
             "llama-server -m model.gguf",
         ),
-        ("node /srv/app/index.js", "node index.js"),
+        ("node /srv/app/index.js", "index.js"),
+        ("bash", "bash"),
         ("./build/hog 600M", "hog 600M"),
     ];
     for (line, want) in cases {
@@ -51,7 +55,7 @@ fn keys_name_the_program_and_script_and_keep_the_arguments() {
     assert_eq!(job_key(&[], None), "");
     assert_eq!(
         key_of_command_line("/usr/bin/python3  gen.py  -n 2"),
-        "python3 gen.py -n 2"
+        "gen.py -n 2"
     );
 }
 

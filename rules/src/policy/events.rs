@@ -67,6 +67,24 @@ pub enum JobEvent {
         /// The new budget's base: swap in use now, bytes.
         swap_used_bytes: u64,
     },
+    /// Its budget was crossed and its leader interrupted (SIGINT, `--on-budget interrupt`):
+    /// it goes on, stopped if swap grows `hard_bytes` more from `swap_used_bytes`.
+    Interrupted {
+        /// Why its guard would have stopped it.
+        reason: StopReason,
+        /// The pid the interrupt was sent to (the job's leader, or the watched process).
+        leader: u32,
+        /// How much more swap may grow before the job is stopped, bytes.
+        hard_bytes: u64,
+        /// Swap in use at the interrupt, bytes.
+        swap_used_bytes: u64,
+    },
+    /// Swap stopped growing after an interrupt: the job's whole budget counts again, from
+    /// swap in use now.
+    Rearmed {
+        /// The new budget's base: swap in use now, bytes.
+        swap_used_bytes: u64,
+    },
     /// A paused job was continued, with a new budget from swap in use now.
     Resumed {
         /// Free memory brought it back by itself (`--resume-free`), at this percent; `None`

@@ -191,14 +191,25 @@ pub enum OnBudget {
     Stop,
     /// Pause it (SIGSTOP) until resumed; past `max_pauses`, stop it.
     Pause,
+    /// Interrupt it: SIGINT to its leader (Python raises `KeyboardInterrupt` in the running
+    /// cell or script, the process and its state live on). Its budget then counts from swap
+    /// in use at the interrupt, [`INTERRUPT_HARD_FRACTION`] of it: swap that still grows that
+    /// much stops the job; swap that stops growing for `resume_calm` gives it its whole
+    /// budget again, from swap in use then.
+    Interrupt,
 }
 
+/// After an interrupt at the budget, the share of the budget swap may still grow before the
+/// job is stopped (its hard limit).
+pub const INTERRUPT_HARD_FRACTION: f64 = 0.5;
+
 impl OnBudget {
-    /// `stop` or `pause`, as the flag and the settings spell it.
+    /// `stop`, `pause` or `interrupt`, as the flag and the settings spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             OnBudget::Stop => "stop",
             OnBudget::Pause => "pause",
+            OnBudget::Interrupt => "interrupt",
         }
     }
 
@@ -207,6 +218,7 @@ impl OnBudget {
         match text {
             "stop" => Some(OnBudget::Stop),
             "pause" => Some(OnBudget::Pause),
+            "interrupt" => Some(OnBudget::Interrupt),
             _ => None,
         }
     }

@@ -11,7 +11,8 @@
 //! on a fresh open: the process whose `/proc/PID` it was has gone, and its number may name a
 //! new process now (a kept `/proc/PID` file stays with the process it was opened for: it
 //! answers `ESRCH` once that one is reaped, never another's numbers). At most [`KEPT_MAX`]
-//! files are kept for the whole process: when that many are, they are all let go and the
+//! files (fewer under a low limit on open files: `crate::counters::limits`; all are let go when
+//! an open fails for want of descriptors) are kept for the whole process: when that many are, they are all let go and the
 //! keeping starts again (the files of processes gone that nobody read again go with them).
 
 use std::collections::HashMap;
@@ -21,6 +22,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::counters::limits::{out_of_descriptors, spare_descriptors};
 
 /// Files kept open (and paths found not to be kept) at most: a guard's checks read about 20
 /// (the system's files, its cgroup's, three for each member of a small job).
@@ -45,7 +48,14 @@ pub fn read(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
             Err(_) => forget(path),
         }
     }
-    let file = File::open(path)?;
+    let file = match File::open(path) {
+        // Out of descriptors: the kept ones are let go (they are only for speed), once.
+        Err(e) if out_of_descriptors(&e) => {
+            with_kept(|kept| kept.files.clear());
+            File::open(path)?
+        }
+        opened => opened?,
+    };
     let (file, kernel) = keep(path, file);
     read_at_start(&file, buf, kernel)
 }
@@ -71,12 +81,15 @@ fn keep(path: &Path, file: File) -> (Arc<File>, bool) {
         return (file, kernel);
     }
     let (may, kernel) = may_keep(&file, path);
+    // Under a low limit on open files, fewer (`limits::spare_descriptors`: half the spare,
+    // the other half is the exit watches').
+    let most = KEPT_MAX.min(spare_descriptors() / 2);
     with_kept(|kept| {
-        if kept.files.len() + kept.not.len() >= KEPT_MAX {
+        if kept.files.len() + kept.not.len() >= most.max(1) {
             kept.files.clear();
             kept.not.clear();
         }
-        if may {
+        if may && most > 0 {
             kept.files.insert(path.to_path_buf(), Arc::clone(&file));
         } else {
             kept.not.insert(path.to_path_buf(), kernel);

@@ -275,6 +275,31 @@ impl CounterSource for Counters {
         })
     }
 
+    /// Every pid under the root (one directory read; no file of any process opened).
+    fn all_pids(&self) -> Result<Vec<u32>> {
+        self.pids()
+    }
+
+    /// The start time from `/proc/PID/stat`, read afresh (not kept: a search over every
+    /// process asks this of processes that are no members).
+    fn start_time_even_exited(&self, pid: u32) -> Result<u64> {
+        Ok(self.stat(pid, false)?.start_ticks)
+    }
+
+    /// `/proc/PID/environ` (as the process started: the kernel shows the environment it
+    /// was exec'd with; only our own user's processes, or every one as root) names `mark` in
+    /// [`crate::counters::JOB_MARK_ENV`].
+    fn carries_job_mark(&self, pid: u32, mark: &str) -> Result<bool> {
+        with_file(&self.pid_path(pid, "environ"), Some(pid), |b| {
+            let env: Vec<std::borrow::Cow<'_, str>> = b
+                .split(|&c| c == 0)
+                .filter(|v| v.starts_with(crate::counters::JOB_MARK_ENV.as_bytes()))
+                .map(String::from_utf8_lossy)
+                .collect();
+            Ok(crate::counters::env_names_job_mark(&env, mark))
+        })
+    }
+
     /// Start time and state from `/proc/PID/stat` alone: the cheap check run on every
     /// member at every tick, and before every signal. A zombie is [`RunState::Dead`]; a
     /// process in `exit` before that (`PF_EXITING`) is [`RunState::Exiting`].

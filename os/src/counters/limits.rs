@@ -1,0 +1,111 @@
+//! The open-file limit. A guard of a large job holds descriptors for speed (kept `/proc`
+//! files, one exit watch per member) beside what it cannot do without (a pidfd for each
+//! signal, its socket and sessions, the job file and trace). So it raises its soft limit to
+//! the hard one at start ([`raise_open_files`]), hands the command it starts the limit as it
+//! was ([`restore_for_child`]: a program that uses `select()` breaks past 1024), and holds
+//! for speed only what the limit leaves after [`RESERVED`] ([`spare_descriptors`]).
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Descriptors never held for speed: what enforcement and output need at any moment (a
+/// pidfd a signal, the job file and trace, the socket and its sessions, a takeover's reads).
+pub const RESERVED: u64 = 48;
+
+/// The most a soft limit is raised to: macOS refuses a soft limit past `OPEN_MAX` (10240)
+/// even where the hard one is unlimited, and nothing here needs more.
+const RAISED_AT_MOST: u64 = 10_240;
+
+/// The soft limit as it was before [`raise_open_files`] (0: not raised).
+static ORIGINAL_SOFT: AtomicU64 = AtomicU64::new(0);
+
+fn get() -> io::Result<libc::rlimit> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the valid, exclusively borrowed `limit`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(limit)
+}
+
+/// Raises the soft limit on open files to the hard limit (at most [`RAISED_AT_MOST`]); the
+/// limit as it was is kept for the commands started after ([`restore_for_child`]). Returns
+/// the soft limit now.
+pub fn raise_open_files() -> io::Result<u64> {
+    let limit = get()?;
+    let want = limit.rlim_max.min(RAISED_AT_MOST.max(limit.rlim_cur));
+    if want <= limit.rlim_cur {
+        return Ok(limit.rlim_cur);
+    }
+    let raised = libc::rlimit {
+        rlim_cur: want,
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: setrlimit reads one valid rlimit; it changes only this process's limit.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let _ = ORIGINAL_SOFT.compare_exchange(0, limit.rlim_cur, Ordering::SeqCst, Ordering::SeqCst);
+    Ok(want)
+}
+
+/// The command gets the soft limit on open files as it was before [`raise_open_files`]
+/// (nothing changes when it was not raised).
+pub fn restore_for_child(cmd: &mut Command) {
+    let original = ORIGINAL_SOFT.load(Ordering::SeqCst);
+    if original == 0 {
+        return;
+    }
+    // SAFETY: the closure runs in the forked child before exec and calls only getrlimit and
+    // setrlimit (async-signal-safe system calls) on a stack value; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur = original.min(limit.rlim_max);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// How many descriptors may be held for speed in all (kept files and exit watches): the soft
+/// limit on open files less [`RESERVED`], none when the limit cannot be read.
+pub fn spare_descriptors() -> usize {
+    let soft = get().map_or(0, |l| l.rlim_cur);
+    usize::try_from(soft.saturating_sub(RESERVED)).unwrap_or(usize::MAX)
+}
+
+/// True for the errors of a process (or the system) out of descriptors.
+pub fn out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spare_is_the_limit_less_the_reserve() {
+        let soft = get().unwrap().rlim_cur;
+        assert_eq!(
+            spare_descriptors() as u64,
+            soft.saturating_sub(RESERVED).min(usize::MAX as u64)
+        );
+        assert!(out_of_descriptors(&io::Error::from_raw_os_error(
+            libc::EMFILE
+        )));
+        assert!(!out_of_descriptors(&io::Error::from_raw_os_error(
+            libc::ENOENT
+        )));
+    }
+}

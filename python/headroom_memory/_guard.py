@@ -1,0 +1,164 @@
+"""A guard for the running process: ``with headroom_memory.guard(swap_budget="8G"):``, the
+same as a decorator, and the ``%%guard`` cell magic of a Jupyter kernel.
+
+It runs this package's ``headroom watch PID --guard`` on the current process (and its
+children). In a notebook, stopping the process loses the kernel's state, so the default
+action at the budget is ``interrupt``: SIGINT to this process, which Python raises as
+``KeyboardInterrupt`` in the running cell or script (a checkpoint can be saved, the kernel
+lives); if swap still grows half a budget more the guard stops it; once swap stops growing
+the whole budget counts again. ``on_budget="stop"`` and ``"pause"`` are the terminal
+guard's actions.
+
+The watch must not be a descendant of the process it guards (a guard never signals its own
+ancestors): it is started in the background of a shell that exits at once, so it is
+re-parented away from this process. It ends when the ``with`` block does; the process is
+left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._binary import binary_path
+from ._errors import HeadroomError
+
+#: How long :func:`guard` waits for the watch to take the process up.
+START_SECONDS = 10.0
+
+_ACTIONS = ("interrupt", "stop", "pause")
+
+
+class Guard(contextlib.ContextDecorator):
+    """The guard of the running process while a ``with`` block (or a decorated function)
+    runs. ``swap_budget`` is a size (``"8G"``, ``"500M"``, or bytes); ``on_budget`` what the
+    guard does at it; ``poll`` how often it checks (``"0.5s"``); ``resume_calm`` how long
+    swap must stop growing after an interrupt before the budget is whole again."""
+
+    def __init__(
+        self,
+        swap_budget: str | int = "8G",
+        *,
+        on_budget: str = "interrupt",
+        poll: str | None = None,
+        resume_calm: str | None = None,
+        pid: int | None = None,
+    ) -> None:
+        if on_budget not in _ACTIONS:
+            raise ValueError(f"on_budget must be one of {', '.join(_ACTIONS)}, not {on_budget!r}")
+        if isinstance(swap_budget, bool) or not isinstance(swap_budget, (str, int)):
+            raise TypeError(f"swap_budget must be a size (str or int), not {swap_budget!r}")
+        self.pid = os.getpid() if pid is None else pid
+        self.args = ["--swap-budget", str(swap_budget), "--on-budget", on_budget]
+        if poll is not None:
+            self.args += ["--poll", poll]
+        if resume_calm is not None:
+            self.args += ["--resume-calm", resume_calm]
+        self.watch_pid: int | None = None
+
+    def __enter__(self) -> Guard:
+        self.watch_pid = _start_watch(self.pid, self.args)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        watch, self.watch_pid = self.watch_pid, None
+        if watch is not None:
+            _end_watch(watch)
+
+
+def guard(
+    swap_budget: str | int = "8G",
+    *,
+    on_budget: str = "interrupt",
+    poll: str | None = None,
+    resume_calm: str | None = None,
+) -> Guard:
+    """The guard of the running process: ``with guard(swap_budget="8G"):`` or
+    ``@guard("8G")``. Raises :class:`HeadroomError` when the guard cannot start (the
+    package's binary is missing, the budget is not a size), ``ValueError`` for an unknown
+    ``on_budget``."""
+    return Guard(swap_budget, on_budget=on_budget, poll=poll, resume_calm=resume_calm)
+
+
+def _start_watch(pid: int, args: list[str]) -> int:
+    """Starts ``headroom watch PID --guard ARGS`` re-parented away from this process; its
+    pid once it watches (its socket is there)."""
+    binary = str(binary_path())
+    script = '"$0" "$@" </dev/null >/dev/null & echo $!'
+    started = subprocess.run(
+        ["/bin/sh", "-c", script, binary, "watch", str(pid), "--guard", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    try:
+        watch = int(started.stdout.strip())
+    except ValueError:
+        raise HeadroomError(f"headroom watch did not start: {started.stdout!r}") from None
+    deadline = time.monotonic() + START_SECONDS
+    socket = _socket_of(watch)
+    while time.monotonic() < deadline:
+        if not _alive(watch):
+            raise HeadroomError(
+                f"headroom watch {pid} --guard {' '.join(args)} ended at once (its error is "
+                "on this process's stderr)"
+            )
+        if socket is None or socket.exists():
+            return watch
+        time.sleep(0.02)
+    _end_watch(watch)
+    raise HeadroomError(f"headroom watch {pid} did not start within {START_SECONDS:.0f} s")
+
+
+def _socket_of(watch: int) -> Path | None:
+    """Where the watch's socket will be, the sign that it took the process up (``None``:
+    not known; then its start is not waited for)."""
+    from ._client import _ask_run_dir
+
+    run_dir = _ask_run_dir()
+    return None if run_dir is None else run_dir / f"{watch}.sock"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (not reaped by its new parent yet) is no watch any more.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return True
+
+
+def _end_watch(watch: int) -> None:
+    """Ends the watch (SIGTERM: it leaves the process running) and waits for it a little."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(watch, signal.SIGTERM)
+    deadline = time.monotonic() + 5.0
+    while _alive(watch) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext headroom_memory``: the ``%%guard [SWAP_BUDGET] [on_budget]`` cell magic,
+    which runs the cell under :func:`guard` (``%%guard 8G``, ``%%guard 8G stop``)."""
+
+    def guard_magic(line: str, cell: str) -> None:
+        words = line.split()
+        budget = words[0] if words else "8G"
+        action = words[1] if len(words) > 1 else "interrupt"
+        with guard(budget, on_budget=action):
+            ipython.run_cell(cell)  # type: ignore[attr-defined]
+
+    ipython.register_magic_function(  # type: ignore[attr-defined]
+        guard_magic, magic_kind="cell", magic_name="guard"
+    )
