@@ -314,8 +314,11 @@ fn a_report_out_of_bounds_is_refused_and_the_trace_stays_readable() {
     let (c, answers, err) = guard_session_job(&trace, "0.1s", &lines, 0.3);
     assert_eq!(c, Some(0), "{err}");
     assert_eq!(answers.len(), 5, "{answers:?}");
-    // Two good reports within a second: one line, and the other counted.
-    assert!(err.contains("1 more events (not shown)"), "{err}");
+    // The good reports, each on its line (ten a second are shown).
+    assert!(
+        err.contains("loaded x") && err.contains("loaded y"),
+        "{err}"
+    );
     for (i, why) in [(0, "seconds: 1e308"), (2, "seconds: 1e308"), (3, "nbytes")] {
         assert!(
             answers[i].starts_with("error: ") && answers[i].contains(why),
@@ -346,8 +349,8 @@ fn a_report_out_of_bounds_is_refused_and_the_trace_stays_readable() {
 
 #[test]
 fn a_flood_of_reports_is_summed_on_the_terminal() {
-    // 2,000 events in a few seconds reach the trace, each; the terminal shows about one a
-    // second and counts the rest.
+    // 2,000 events in a few seconds reach the trace, each; the terminal shows ten a second
+    // and counts the rest.
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.jsonl");
     let lines: Vec<String> = (0..2000)

@@ -38,7 +38,9 @@ class Guard(contextlib.ContextDecorator):
     """The guard of the running process while a ``with`` block (or a decorated function)
     runs. ``swap_budget`` is a size (``"8G"``, ``"500M"``, or bytes); ``on_budget`` what the
     guard does at it; ``poll`` how often it checks (``"0.5s"``); ``resume_calm`` how long
-    swap must stop growing after an interrupt before the budget is whole again."""
+    swap must stop growing after an interrupt before the budget is whole again;
+    ``kill_free`` the free-memory floor, percent, under which it is stopped whatever the
+    action (default 10; 0 for none)."""
 
     def __init__(
         self,
@@ -47,6 +49,7 @@ class Guard(contextlib.ContextDecorator):
         on_budget: str = "interrupt",
         poll: str | None = None,
         resume_calm: str | None = None,
+        kill_free: float | None = None,
         pid: int | None = None,
     ) -> None:
         if on_budget not in _ACTIONS:
@@ -59,6 +62,8 @@ class Guard(contextlib.ContextDecorator):
             self.args += ["--poll", poll]
         if resume_calm is not None:
             self.args += ["--resume-calm", resume_calm]
+        if kill_free is not None:
+            self.args += ["--kill-free", str(kill_free)]
         self.watch_pid: int | None = None
 
     def __enter__(self) -> Guard:
@@ -77,12 +82,15 @@ def guard(
     on_budget: str = "interrupt",
     poll: str | None = None,
     resume_calm: str | None = None,
+    kill_free: float | None = None,
 ) -> Guard:
     """The guard of the running process: ``with guard(swap_budget="8G"):`` or
     ``@guard("8G")``. Raises :class:`HeadroomError` when the guard cannot start (the
     package's binary is missing, the budget is not a size), ``ValueError`` for an unknown
     ``on_budget``."""
-    return Guard(swap_budget, on_budget=on_budget, poll=poll, resume_calm=resume_calm)
+    return Guard(
+        swap_budget, on_budget=on_budget, poll=poll, resume_calm=resume_calm, kill_free=kill_free
+    )
 
 
 def _start_watch(pid: int, args: list[str]) -> int:
@@ -149,15 +157,21 @@ def _end_watch(watch: int) -> None:
 
 
 def load_ipython_extension(ipython: object) -> None:
-    """``%load_ext headroom_memory``: the ``%%guard [SWAP_BUDGET] [on_budget]`` cell magic,
-    which runs the cell under :func:`guard` (``%%guard 8G``, ``%%guard 8G stop``)."""
+    """``%load_ext headroom_memory``: the ``%%guard [SWAP_BUDGET] [ACTION] [name=value ...]``
+    cell magic, which runs the cell under :func:`guard` (``%%guard 8G``, ``%%guard 8G stop``,
+    ``%%guard 8G poll=0.2s kill_free=5``)."""
 
     def guard_magic(line: str, cell: str) -> None:
-        words = line.split()
+        words = [w for w in line.split() if "=" not in w]
+        options = dict(w.split("=", 1) for w in line.split() if "=" in w)
         budget = words[0] if words else "8G"
         action = words[1] if len(words) > 1 else "interrupt"
-        with guard(budget, on_budget=action):
-            ipython.run_cell(cell)  # type: ignore[attr-defined]
+        kill_free = float(options["kill_free"]) if "kill_free" in options else None
+        with guard(budget, on_budget=action, poll=options.get("poll"),
+                   resume_calm=options.get("resume_calm"), kill_free=kill_free):
+            # In the user's namespace, raising what the cell raises (a KeyboardInterrupt at
+            # the budget is the cell's answer).
+            ipython.ex(cell)  # type: ignore[attr-defined]
 
     ipython.register_magic_function(  # type: ignore[attr-defined]
         guard_magic, magic_kind="cell", magic_name="guard"

@@ -3,9 +3,10 @@
 //! counters the free memory.
 //!
 //! - **Key**: the command line with what varies between runs of the same job normalised:
-//!   the program by its file name (`/usr/bin/python3.11` → `python3`), and for an
-//!   interpreter (python, node, ruby, perl, sh, bash …) its script by its file name too;
-//!   the arguments are kept. `--key NAME` names a job explicitly instead.
+//!   the program by its file name (`/usr/bin/python3.11` → `python3`), and a script run by
+//!   an interpreter (python, node, ruby, perl, sh, bash …) by its own file name, without the
+//!   interpreter ([`job_key`]); the arguments are kept. `--key NAME` names a job
+//!   explicitly instead.
 //! - **Need of a run**: what it took of the machine's memory, plus its swap growth (the
 //!   part that did not fit). What it took is measured where the OS counts it exactly:
 //!   - **Linux** ([`Taken::Footprint`]): its peak footprint (`RssAnon + RssShmem`, or its
@@ -21,15 +22,17 @@
 //!     17.7 GB of footprint in its first 59 s at a level of 90).
 //!   - **A recorded run** with only footprint, swap and the level (stageload's traces, a Mac
 //!     without page counts; [`Taken::Machine`] without them), by the rule of [`recorded`]:
-//!     a run that swapped filled RAM: what it took is the drop of the level (the compressor
-//!     and wired memory it forced; what it pushed out is its swap growth). A run that did
+//!     a run that swapped filled the RAM it found: what it took is what was free at its
+//!     start (the drop of the level leaves out active pages, which a Mac counts as free;
+//!     what it pushed out is its swap growth), so a run that did not fit from F free is
+//!     never predicted to fit in F or less. A run that did
 //!     not swap fit in RAM: the drop of the level is the compressor and wired memory it
 //!     forced, and its resident pages were at most its footprint and at most what stayed
 //!     available at its lowest (active pages count as available): it took at least the
 //!     larger of the two, never more than was available at its start.
 //!
-//!   Free memory at the start is not part of the need: other processes move it by
-//!   gigabytes between runs, and the answer compares the need with the room of the moment
+//!   Free memory at the start is not part of the need of a run that did not swap: other
+//!   processes move it by gigabytes between runs, and the answer compares the need with the room of the moment
 //!   instead. A run that did not end on its own (stopped by the guard, OOM-killed, ended by a
 //!   signal, interrupted) measured a lower bound: it is raised to max(need × 1.2, need + 100
 //!   MiB), as Kubernetes' VPA raises an OOM-killed run.
@@ -212,18 +215,19 @@ impl Taken {
 }
 
 /// What a recorded run took of `base_bytes`, from its footprint, swap and level alone (see
-/// the module docs): a run that swapped (past its verdict's tolerance) filled RAM and took
-/// the drop of the level; one that did not took the larger of that drop and its peak
-/// footprint, the footprint counted up to what stayed available at its lowest.
+/// the module docs): a run that swapped (past its verdict's tolerance) filled the RAM it
+/// found and took all of it, what was free at its start (never less than the drop of the
+/// level, which leaves out active pages); one that did not took the larger of that drop and
+/// its peak footprint, the footprint counted up to what stayed available at its lowest.
 pub fn recorded(verdict: &Verdict, base_bytes: u64, free_start_percent: f64) -> u64 {
+    if verdict.swap_growth_bytes > verdict.fits_tolerance_bytes {
+        return crate::units::percent_of_bytes(free_start_percent, base_bytes);
+    }
     let lowest = verdict
         .lowest_free_percent
         .unwrap_or(free_start_percent)
         .min(free_start_percent);
     let drop = crate::units::percent_of_bytes(free_start_percent - lowest, base_bytes);
-    if verdict.swap_growth_bytes > verdict.fits_tolerance_bytes {
-        return drop;
-    }
     let available_at_lowest = crate::units::percent_of_bytes(lowest, base_bytes);
     let resident = verdict
         .peak_footprint_bytes

@@ -35,8 +35,9 @@ pub struct Printer {
     stages_seen: HashSet<String>,
     /// The line saying that repeated stages are not shown was.
     said_repeats: bool,
-    /// When the last report's line was shown, and how many since were not.
-    last_report: Option<Duration>,
+    /// The window of reports under way: when it began and how many of its lines were shown;
+    /// and how many reports since were not.
+    reports_window: (Duration, u32),
     reports_not_shown: u64,
 }
 
@@ -48,7 +49,7 @@ impl Printer {
             compared,
             stages_seen: HashSet::new(),
             said_repeats: false,
-            last_report: None,
+            reports_window: (Duration::ZERO, 0),
             reports_not_shown: 0,
         }
     }
@@ -56,17 +57,16 @@ impl Printer {
     /// Whether `event` at `t` gets its line: a job that marks in a loop or reports
     /// thousands of events must not flood the terminal. A stage's line is shown the first
     /// time its name begins (once, a line says the repeats are not shown: the verdict sums
-    /// them per name); reports at most one a [`REPORT_SPACING`], the count of those not
-    /// shown said with the next one that is, or before the verdict.
+    /// them per name); reports at most [`REPORTS_PER_WINDOW`] a [`REPORT_WINDOW`], the count
+    /// of those not shown said with the next one that is, or before the verdict.
     fn shown(&mut self, t: Duration, event: &JobEvent) -> std::io::Result<bool> {
         match event {
             JobEvent::Stage { stage } => {
                 if self.stages_seen.contains(stage) {
                     if !std::mem::replace(&mut self.said_repeats, true) {
                         write_line(&format!(
-                            "{}: stage {stage} begins again: stages that repeat are not shown \
-                             again (the verdict sums each stage's visits)",
-                            self.command
+                            "stage {stage} begins again: stages that repeat are not shown again \
+                             (the verdict sums each stage's visits)"
                         ))?;
                     }
                     return Ok(false);
@@ -77,14 +77,17 @@ impl Printer {
                 Ok(true)
             }
             JobEvent::Reported { .. } => {
-                if self
-                    .last_report
-                    .is_some_and(|last| t < last + REPORT_SPACING)
-                {
+                let (since, shown) = self.reports_window;
+                let in_window = t < since + REPORT_WINDOW;
+                if in_window && shown >= REPORTS_PER_WINDOW {
                     self.reports_not_shown += 1;
                     return Ok(false);
                 }
-                self.last_report = Some(t);
+                self.reports_window = if in_window {
+                    (since, shown + 1)
+                } else {
+                    (t, 1)
+                };
                 self.said_reports_not_shown()?;
                 Ok(true)
             }
@@ -99,14 +102,16 @@ impl Printer {
     fn said_reports_not_shown(&mut self) -> std::io::Result<()> {
         let n = std::mem::take(&mut self.reports_not_shown);
         if n > 0 {
-            write_line(&format!("{}: {n} more events (not shown)", self.command))?;
+            write_line(&format!("{n} more events (not shown)"))?;
         }
         Ok(())
     }
 }
 
-/// Reports (load, release, mark events) are shown at most one this often.
-const REPORT_SPACING: Duration = Duration::from_secs(1);
+/// Reports (load, release, mark events) shown at most in one window...
+const REPORTS_PER_WINDOW: u32 = 10;
+/// ... of this long.
+const REPORT_WINDOW: Duration = Duration::from_secs(1);
 
 impl Sink for Printer {
     fn name(&self) -> String {

@@ -92,12 +92,13 @@ fn the_need_counts_what_swapped_and_raises_a_run_that_was_ended() {
         ..touched.clone()
     };
     assert_eq!(need_of(&counted, mac(48 * GIB, 90.0)).0, 21 * GIB);
-    // What swapped out came back into free memory: the two add up to what it took.
+    // A run that swapped filled the RAM it found (75 % of 40 GiB free at its start), then
+    // pushed out what did not fit: it needed both.
     let swapped = Verdict {
         lowest_free_percent: Some(50.0),
         ..verdict(10 * GIB, 2 * GIB, EndReason::Exited { code: 0 })
     };
-    assert_eq!(need_of(&swapped, mac(40 * GIB, 75.0)).0, 12 * GIB);
+    assert_eq!(need_of(&swapped, mac(40 * GIB, 75.0)).0, 32 * GIB);
     let stopped = verdict(
         10 * GIB,
         GIB,
@@ -177,4 +178,41 @@ fn answers_count_the_free_floor() {
     assert_eq!(answer(&p, room(33)), Ok(0));
     assert_eq!(answer(&p, room(25)), Err(8 * GIB));
     assert_eq!(answer(&p, room(0)), Err(29 * GIB));
+}
+
+proptest::proptest! {
+    /// "Will it fit" never contradicts its own history: with one run that did not fit
+    /// (swapped) from F free, a start with F or less free is never "fits".
+    #[test]
+    fn a_run_that_did_not_fit_from_f_free_never_fits_in_f(
+        base_gib in 8u64..256,
+        free_start_percent in 1.0f64..100.0,
+        lowest_drop in 0.0f64..1.0,
+        growth_mib in 65u64..20_000,
+        footprint_gib in 0u64..300,
+        free_now_share in 0.0f64..=1.0,
+        floor_share in 0.0f64..0.2,
+    ) {
+        let base_bytes = base_gib * GIB;
+        let ran = Verdict {
+            lowest_free_percent: Some(free_start_percent * (1.0 - lowest_drop)),
+            ..verdict(footprint_gib * GIB, growth_mib * MIB, EndReason::Exited { code: 0 })
+        };
+        proptest::prop_assume!(!ran.fits && ran.swap_growth_bytes > ran.fits_tolerance_bytes);
+        let taken = Taken::Machine { base_bytes, free_start_percent };
+        let (need_bytes, _) = need_of(&ran, taken);
+        let past = PastRun {
+            need_bytes,
+            age: Duration::from_secs(60),
+            did_not_fit: true,
+            run_time: None,
+        };
+        let prediction = predict(&[past]).unwrap();
+        let free_then = crate::units::percent_of_bytes(free_start_percent, base_bytes);
+        let room = Room {
+            free_bytes: (free_then as f64 * free_now_share) as u64,
+            floor_bytes: (base_bytes as f64 * floor_share) as u64,
+        };
+        proptest::prop_assert!(answer(&prediction, room).is_err(), "{need_bytes} fits in {room:?}");
+    }
 }
