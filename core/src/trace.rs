@@ -287,8 +287,8 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Reads a trace from `reader`; errors name `path` and the line. A last line cut off
 /// mid-write (no newline, not valid JSON) is dropped and noted; a complete line that is not
-/// a record, a number past its bounds ([`check_record`]) and a record out of place
-/// ([`check_order`]) are errors, wherever they are.
+/// a record, a number past its bounds (`check_record`) and a record out of place
+/// (`check_order`) are errors, wherever they are.
 pub fn parse_trace(mut reader: impl BufRead, path: &Path) -> Result<Trace, TraceError> {
     let err = |line: usize, message: String| TraceError {
         path: path.to_path_buf(),

@@ -65,7 +65,7 @@ pub fn bounded<'a>(samples: &[&'a SampleRecord], buckets: usize) -> Vec<&'a Samp
 /// Plots a trace: footprint and swap in use (GB, left axis), free % (right axis), and stage
 /// starts (`stages` as from [`crate::summary::stage_windows`]; non-finite times are skipped).
 /// Samples are sorted by time first, and a long trace is drawn from a bounded series
-/// ([`bounded`]). An empty trace is [`ChartError::EmptyTrace`].
+/// (`bounded`). An empty trace is [`ChartError::EmptyTrace`].
 pub fn trace_chart(
     trace: &Trace,
     stages: &[(String, f64)],

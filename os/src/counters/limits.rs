@@ -33,7 +33,7 @@ fn get() -> io::Result<libc::rlimit> {
     Ok(limit)
 }
 
-/// Raises the soft limit on open files to the hard limit (at most [`RAISED_AT_MOST`]); the
+/// Raises the soft limit on open files to the hard limit (at most 10,240); the
 /// limit as it was is kept for the commands started after ([`restore_for_child`]). Returns
 /// the soft limit now.
 pub fn raise_open_files() -> io::Result<u64> {
