@@ -275,11 +275,26 @@ fn marks_never_delay_the_regular_checks() {
     let stage_lines = err.lines().filter(|l| l.contains("stage ")).count();
     assert!(stage_lines <= 4, "{stage_lines} stage lines: {err}");
     assert!(err.contains("stages that repeat are not shown"), "{err}");
-    let last_mark = trace_records(&trace, "event")
+    let marked: Vec<f64> = trace_records(&trace, "event")
         .iter()
         .filter(|e| e["kind"] == "stage")
         .filter_map(|e| e["t"].as_f64())
-        .fold(0.0, f64::max);
+        .collect();
+    assert_eq!(marked.len(), 300);
+    let (first_mark, last_mark) = (marked[0], marked.iter().copied().fold(0.0, f64::max));
+    // A mark from a member the last look saw is taken at once: no look of its own (300
+    // marks used to be 300 full looks).
+    let looks_while_marking = trace_records(&trace, "sample")
+        .iter()
+        .filter_map(|s| s["t"].as_f64())
+        .filter(|t| (first_mark..=last_mark).contains(t))
+        .count();
+    let regular = ((last_mark - first_mark) / 0.25).ceil() as usize + 2;
+    assert!(
+        looks_while_marking <= regular,
+        "{looks_while_marking} looks in {:.3} s of marks",
+        last_mark - first_mark
+    );
     let after: Vec<f64> = trace_records(&trace, "sample")
         .iter()
         .filter_map(|s| s["t"].as_f64())

@@ -551,6 +551,11 @@ impl MemberSet {
         self.lock().live().to_vec()
     }
 
+    /// True when process `pid` was a live member at the last look (no read now).
+    pub fn knows(&self, pid: u32) -> bool {
+        self.lock().live().iter().any(|m| m.id.pid == pid)
+    }
+
     /// How many distinct processes the job has had.
     pub fn ever(&self) -> u32 {
         self.lock().ever()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What headroom-memory costs a job: one mark (a round trip to a real guard over the job's
+"""What headroom-memory costs a job: one mark (sent to a real guard over the job's
 socket, protocol version 2), a mark outside any guard, and a forward pass of a PyTorch
 model with and without automatic stages (watch_modules: hooks on the top-level components
 only; watch_calls: the no-code-change path's global hook).
@@ -107,7 +107,7 @@ def main() -> None:
     out_med, out_p95 = os.environ.get("HEADROOM_BENCH_OUTSIDE", "0,0").split(",")
     print("| what | median | p95 / overhead | |")
     print("|---|---|---|---|")
-    print(f"| mark() under `headroom guard` (round trip, 200 marks) | {med:.0f} µs | {p95:.0f} µs | |")
+    print(f"| mark() under `headroom guard` (sent, its answer not waited for; 200 marks) | {med:.0f} µs | {p95:.0f} µs | |")
     print(f"| mark() outside any guard | {float(out_med):.2f} µs | {float(out_p95):.2f} µs | |")
     for row in forwards():
         print(row)

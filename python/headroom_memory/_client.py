@@ -2,10 +2,13 @@
 
 Protocol version 2 (documented in ``core/src/marks/mod.rs``): a hello, then one request line
 after another on the same connection, each answered in order, and the guard's pushes (its
-warning) in between. A reader thread takes every line the guard sends: answers go to the
-request waiting for them, pushes to the callbacks of :func:`headroom_memory.on_warning` (on
-a thread of their own, so a callback may mark). A
-guard of version 1 (it answers the hello with an error) gets one connection per mark, as
+warning) in between. A mark does not wait for its answer: it is sent, and the guard takes it
+in order, with the moment it reads it (microseconds later; a round trip would cost the job a
+guard's check each time). A reader thread takes every line the guard sends: each answer is
+matched with its request, in order (a refusal is said then, as a warning), pushes go to the
+callbacks of :func:`headroom_memory.on_warning` (on a thread of their own, so a callback may
+mark). At exit the process waits (up to :data:`DRAIN_SECONDS`) until every mark it sent is
+answered: the guard takes a mark only from a live member of its job. A guard of version 1 (it answers the hello with an error) gets one connection per mark, as
 ``headroom mark`` does, and no warning.
 
 Where the guard is: ``$HEADROOM_MARK`` (``headroom guard`` sets it for its command), else
@@ -30,9 +33,10 @@ its own.
 
 from __future__ import annotations
 
+import atexit
+import collections
 import json
 import os
-import queue
 import socket
 import subprocess
 import threading
@@ -46,7 +50,7 @@ from ._binary import binary_path
 
 #: The protocol version spoken (the guard's `PROTOCOL_VERSION`).
 PROTOCOL_VERSION = 2
-#: How long a request waits for the guard's answer (the guard answers `queued` after 1 s).
+#: How long a greeting (and a version-1 guard's answer) is waited for.
 ANSWER_SECONDS = 5.0
 #: How often, at most, a process not yet connected looks for its guard again.
 RETRY_SECONDS = 5.0
@@ -54,8 +58,9 @@ RETRY_SECONDS = 5.0
 MARK_ENV = "HEADROOM_MARK"
 #: The longest greeting read (a guard's is some 30 bytes).
 GREETING_BYTES = 4096
+#: How long a process that exits waits, at most, for its guard to answer the marks it sent.
+DRAIN_SECONDS = 5.0
 
-_GONE = object()  # the reader's last word: the connection closed
 
 
 class Client:
@@ -66,8 +71,7 @@ class Client:
         self._sock: socket.socket | None = None
         self._version = 0
         self._path: Path | None = None
-        self._answers: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._unanswered = 0
+        self._in_flight: collections.deque[dict[str, Any]] = collections.deque()
         self._next_try = 0.0
         self._env_refused = False
         self._names_refused: set[str] = set()  # new stage names past the guard's cap
@@ -79,8 +83,9 @@ class Client:
     # --- requests -----------------------------------------------------------------------
 
     def send(self, request: dict[str, Any]) -> bool:
-        """Sends ``request``; True once the guard took it (`ok` or `queued`). False outside
-        any guard, or when the guard refused it (said once)."""
+        """Sends ``request``; True once it is on its way to the guard (a session: its answer
+        comes later, a refusal said then; a version-1 guard: it took it). False outside any
+        guard, when the guard is gone, or for a new stage name it refused before."""
         with self._lock:
             if request.get("stage") in self._names_refused:
                 return False  # a new name past the guard's cap: refused again, not sent
@@ -100,12 +105,21 @@ class Client:
             return self._one_shot(line, request)
         try:
             assert self._sock is not None
+            # Its answer is matched by the reader thread, in order (see the module docs).
+            self._in_flight.append(request)
             self._sock.sendall(line)
         except OSError as e:
             self._lost(f"the guard of this job is gone (sending failed: {e.strerror or e})")
             return False
-        self._unanswered += 1
-        return self._answer(request)
+        return True
+
+    def drain(self, timeout: float = DRAIN_SECONDS) -> None:
+        """Waits (at most ``timeout``) until the guard has answered every mark sent. Run at
+        exit: a guard takes a mark only from a live member of its job, so the marks sent
+        just before the process ends are taken while it still is one."""
+        deadline = time.monotonic() + timeout
+        while self._in_flight and self._sock is not None and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def connect(self) -> bool:
         """Connects now if a guard is found (for a process that wants its warnings)."""
@@ -119,22 +133,6 @@ class Client:
     def connected(self) -> bool:
         """True while a version-2 session is open."""
         return self._sock is not None and self._version == 2
-
-    def _answer(self, request: dict[str, Any]) -> bool:
-        """Waits for the answer to ``request``, the last one sent (earlier late answers are
-        dropped)."""
-        deadline = time.monotonic() + ANSWER_SECONDS
-        while self._unanswered > 0:
-            try:
-                answer = self._answers.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                _errors.warn("the guard did not answer a mark within 5 s; the job goes on")
-                return False
-            if answer is _GONE:
-                self._lost("the guard of this job is gone")
-                return False
-            self._unanswered -= 1
-        return self._taken(str(answer), request)
 
     def _taken(self, answer: str, request: dict[str, Any]) -> bool:
         if answer in ("ok", "queued"):
@@ -262,23 +260,28 @@ class Client:
     def _start_session(self, sock: socket.socket, reader: IO[bytes], path: Path) -> None:
         """``sock`` (greeted) is this process's session now; its reader thread starts."""
         sock.settimeout(None)
-        answers: queue.SimpleQueue[object] = queue.SimpleQueue()
+        in_flight: collections.deque[dict[str, Any]] = collections.deque()
         self._sock, self._version, self._path = sock, 2, path
-        self._answers, self._unanswered = answers, 0
+        self._in_flight = in_flight
         threading.Thread(
-            target=self._read, args=(reader, answers), name="headroom-memory", daemon=True
+            target=self._read, args=(sock, reader, in_flight), name="headroom-memory",
+            daemon=True,
         ).start()
 
-    def _read(self, reader: Any, answers: queue.SimpleQueue[object]) -> None:
-        """The reader thread of one session: answers to the waiting request, pushes to the
-        callbacks."""
+    def _read(
+        self, sock: socket.socket, reader: Any, in_flight: collections.deque[dict[str, Any]]
+    ) -> None:
+        """The reader thread of one session: each answer matched with its request, in order;
+        pushes to the callbacks; the session's end said once."""
         while True:
             try:
                 raw = reader.readline()
             except (OSError, ValueError):
                 raw = b""
             if not raw:
-                answers.put(_GONE)
+                with self._lock:
+                    if self._sock is sock:  # not closed on purpose, nor replaced
+                        self._lost("the guard of this job is gone")
                 return
             line = raw.decode(errors="replace").strip()
             if line.startswith("{"):
@@ -292,7 +295,11 @@ class Client:
                     target=self._push, args=(push,), name="headroom-memory-push", daemon=True
                 ).start()
             else:
-                answers.put(line)
+                try:
+                    request = in_flight.popleft()
+                except IndexError:
+                    continue  # an answer to nothing sent: not this version's to read
+                self._taken(line, request)
 
     def _lost(self, why: str) -> None:
         """The session is over: said once; the guard is looked for again later."""
@@ -303,7 +310,7 @@ class Client:
 
     def _close(self) -> None:
         sock, self._sock, self._version = self._sock, None, 0
-        self._unanswered = 0
+        self._in_flight = collections.deque()
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)  # wakes the reader thread: it ends
@@ -316,8 +323,7 @@ class Client:
         not this process's; a fresh one is opened at the next mark."""
         self._lock = threading.RLock()
         sock, self._sock, self._version = self._sock, None, 0
-        self._answers = queue.SimpleQueue()
-        self._unanswered = 0
+        self._in_flight = collections.deque()
         self._next_try = 0.0
         self._env_refused = False
         self._greeting = set()  # the parent's greeting threads are not this process's
@@ -400,6 +406,7 @@ def _ask_run_dir() -> Path | None:
 
 
 CLIENT = Client()
+atexit.register(CLIENT.drain)
 
 
 def _after_fork_in_child() -> None:

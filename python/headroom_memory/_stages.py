@@ -22,9 +22,10 @@ _stack: list[tuple[object, str]] = []
 
 
 def mark(name: str) -> bool:
-    """Marks the start of stage ``name`` now. True once the guard took it; False outside
-    any guard (silently) or when it could not be sent (one :class:`HeadroomWarning` on
-    stderr at most). Never raises: a bad name is a warning too."""
+    """Marks the start of stage ``name`` now. True once it is on its way to the guard (its
+    answer is not waited for: a refusal is a :class:`HeadroomWarning` when it comes); False
+    outside any guard (silently) or when it could not be sent (one warning on stderr at
+    most). Never raises: a bad name is a warning too."""
     try:
         checked = check_name(name)
     except (TypeError, ValueError) as e:
@@ -36,7 +37,7 @@ def mark(name: str) -> bool:
 def report(kind: str, name: str | None = None, **fields: Any) -> bool:
     """Reports a ``load``, ``reload``, ``release`` or ``mark`` (stageload's events) for the
     job's trace: ``name`` (the model), ``stage``, ``nbytes``, ``seconds``, ``note``. True
-    once the guard took it; never raises."""
+    once it is on its way to the guard, as :func:`mark`; never raises."""
     event: dict[str, Any] = {"kind": kind}
     try:
         for key, value in (("name", name), ("stage", fields.get("stage")),

@@ -3,7 +3,8 @@
 //!
 //! Notifications that can be answered, on Linux and macOS by one code path: the warning
 //! before a guard acts offers "Spare it" (Headroom lets go of the job) and "Pause now"; a
-//! pause offers "Resume" and "Stop". They are the plugin's action types ([`register`], at
+//! pause offers "Resume" and "Stop". Each offers "Show" (the popover) first: the answer a
+//! click that names no action gets ([`SHOW`]). They are the plugin's action types ([`register`], at
 //! start); a notification names its type, and the plugin reports a click through `on_action`,
 //! which [`answered`] routes to the job by the notification's id. On Linux the buttons are the
 //! freedesktop server's actions (D-Bus `ActionInvoked`; tested end to end against a real
@@ -37,8 +38,15 @@ pub fn actions(event: &JobEvent) -> &'static [(&'static str, &'static str)] {
 /// The action key that lets go of a job (unguards it).
 pub const SPARE: &str = "spare";
 
-const WARNING_ACTIONS: &[(&str, &str)] = &[(SPARE, "Spare it"), ("pause", "Pause now")];
-const PAUSED_ACTIONS: &[(&str, &str)] = &[("resume", "Resume"), ("stop", "Stop")];
+/// The action key that shows the popover, and changes nothing: every notification's first
+/// button. On macOS the plugin reports the first action when the notification's "Options"
+/// button itself is clicked (tauri-plugin-notification 2.8's `desktop.rs`; notify-rust maps
+/// a label it does not know to the first action): that click must do nothing harmful.
+pub const SHOW: &str = "show";
+
+const WARNING_ACTIONS: &[(&str, &str)] =
+    &[(SHOW, "Show"), (SPARE, "Spare it"), ("pause", "Pause now")];
+const PAUSED_ACTIONS: &[(&str, &str)] = &[(SHOW, "Show"), ("resume", "Resume"), ("stop", "Stop")];
 
 /// The action types registered with the plugin: (type id, its buttons).
 const ACTION_TYPES: &[(&str, &[(&str, &str)])] = &[
@@ -128,7 +136,9 @@ pub fn register<R: Runtime>(app: &AppHandle<R>) {
 #[cfg_attr(test, allow(dead_code))] // `register` hands it to the plugin; Linux tests call it
 pub fn answered<R: Runtime>(app: &AppHandle<R>, done: &tauri_plugin_notification::ActionPerformed) {
     let key = done.action_id();
-    if key == "tap" {
+    if key == "tap" || key == SHOW {
+        // The notification itself, or its harmless first button: the popover, and the
+        // notification's other buttons still answer.
         crate::window::show(app);
         return;
     }

@@ -93,6 +93,14 @@ impl Screen {
         (x..x + w).contains(&centre) && iy >= y - slack && iy <= y + slack
     }
 
+    /// True when this screen shows a menu bar (its work area starts below its top) as high as
+    /// `item` (points), within two points: an item read at another screen's scale is half or
+    /// twice as high.
+    fn menu_bar_as_high_as(&self, item: Rect) -> bool {
+        let bar = self.work_area.points(self.scale).1 - self.bounds_points().1;
+        bar > 0.0 && (item.3 - bar).abs() <= 2.0
+    }
+
     fn contains_centre(&self, item: Rect) -> bool {
         let Rect(x, y, w, h) = self.bounds_points();
         let Rect(ix, iy, iw, ih) = item;
@@ -103,13 +111,22 @@ impl Screen {
 
 /// The screen of the status item whose frame tray-icon gave as `tray` (physical, at that
 /// screen's scale), and the frame in points: the screen whose menu bar it sits in, each screen
-/// tried at its own scale; else the screen holding its centre.
+/// tried at its own scale; where two could hold it (a 2× laptop with a 1× screen to its right:
+/// an item on the external menu bar below about twice the laptop's width, read at 2×, lands
+/// on the laptop's menu bar), the one whose menu bar is as high as the item at that scale;
+/// else the screen holding its centre.
 pub fn tray_screen(tray: Rect, screens: &[Screen]) -> Option<(Screen, Rect)> {
     let at_own_scale = |s: &Screen| (*s, tray.points(s.scale));
-    screens
+    let holding: Vec<(Screen, Rect)> = screens
         .iter()
         .map(at_own_scale)
-        .find(|(s, item)| s.holds_menu_item(*item))
+        .filter(|(s, item)| s.holds_menu_item(*item))
+        .collect();
+    holding
+        .iter()
+        .find(|(s, item)| s.menu_bar_as_high_as(*item))
+        .or(holding.first())
+        .copied()
         .or_else(|| {
             screens
                 .iter()

@@ -107,12 +107,14 @@ impl Source for LiveSource<'_> {
                     reply,
                 }) => {
                     let input = Input::requested(peer, request, reply);
-                    // From a member: it may be a process born since the last check, which
-                    // only a full check looks for.
-                    if matches!(
+                    // From a member: one the last look saw is taken at once (a loop that
+                    // marks thousands of times costs no look each); one it did not see may
+                    // be a process born since, which only a full look finds.
+                    let from_member = matches!(
                         input,
                         Input::Mark { .. } | Input::Hello { .. } | Input::Report { .. }
-                    ) {
+                    );
+                    if from_member && !self.members.knows(peer) {
                         self.pending = Some(input);
                         self.sampler.full_next();
                         return self.sample();

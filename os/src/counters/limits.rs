@@ -21,7 +21,21 @@ const RAISED_AT_MOST: u64 = 10_240;
 /// The soft limit as it was before [`raise_open_files`] (0: not raised).
 static ORIGINAL_SOFT: AtomicU64 = AtomicU64::new(0);
 
-fn get() -> io::Result<libc::rlimit> {
+/// `rlim_t` as a count: unsigned on Linux and macOS, signed on FreeBSD (where no
+/// limit is negative: `RLIM_INFINITY` is its largest value).
+#[allow(clippy::unnecessary_cast, clippy::cast_sign_loss)]
+fn count(value: libc::rlim_t) -> u64 {
+    value as u64
+}
+
+/// A count as `rlim_t` (see [`count`]; the counts here are far from either type's end).
+#[allow(clippy::unnecessary_cast, clippy::cast_possible_wrap)]
+fn rlim(value: u64) -> libc::rlim_t {
+    value as libc::rlim_t
+}
+
+/// The limit on open files: (soft, hard).
+fn get() -> io::Result<(u64, u64)> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -30,27 +44,27 @@ fn get() -> io::Result<libc::rlimit> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(limit)
+    Ok((count(limit.rlim_cur), count(limit.rlim_max)))
 }
 
 /// Raises the soft limit on open files to the hard limit (at most 10,240); the
 /// limit as it was is kept for the commands started after ([`restore_for_child`]). Returns
 /// the soft limit now.
 pub fn raise_open_files() -> io::Result<u64> {
-    let limit = get()?;
-    let want = limit.rlim_max.min(RAISED_AT_MOST.max(limit.rlim_cur));
-    if want <= limit.rlim_cur {
-        return Ok(limit.rlim_cur);
+    let (soft, hard) = get()?;
+    let want = hard.min(RAISED_AT_MOST.max(soft));
+    if want <= soft {
+        return Ok(soft);
     }
     let raised = libc::rlimit {
-        rlim_cur: want,
-        rlim_max: limit.rlim_max,
+        rlim_cur: rlim(want),
+        rlim_max: rlim(hard),
     };
     // SAFETY: setrlimit reads one valid rlimit; it changes only this process's limit.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    let _ = ORIGINAL_SOFT.compare_exchange(0, limit.rlim_cur, Ordering::SeqCst, Ordering::SeqCst);
+    let _ = ORIGINAL_SOFT.compare_exchange(0, soft, Ordering::SeqCst, Ordering::SeqCst);
     Ok(want)
 }
 
@@ -61,6 +75,7 @@ pub fn restore_for_child(cmd: &mut Command) {
     if original == 0 {
         return;
     }
+    let original = rlim(original);
     // SAFETY: the closure runs in the forked child before exec and calls only getrlimit and
     // setrlimit (async-signal-safe system calls) on a stack value; it allocates nothing.
     unsafe {
@@ -81,7 +96,7 @@ pub fn restore_for_child(cmd: &mut Command) {
 /// How many descriptors may be held for speed in all (kept files and exit watches): the soft
 /// limit on open files less [`RESERVED`], none when the limit cannot be read.
 pub fn spare_descriptors() -> usize {
-    let soft = get().map_or(0, |l| l.rlim_cur);
+    let soft = get().map_or(0, |(soft, _)| soft);
     usize::try_from(soft.saturating_sub(RESERVED)).unwrap_or(usize::MAX)
 }
 
@@ -96,7 +111,7 @@ mod tests {
 
     #[test]
     fn the_spare_is_the_limit_less_the_reserve() {
-        let soft = get().unwrap().rlim_cur;
+        let soft = get().unwrap().0;
         assert_eq!(
             spare_descriptors() as u64,
             soft.saturating_sub(RESERVED).min(usize::MAX as u64)

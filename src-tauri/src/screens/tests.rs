@@ -160,3 +160,57 @@ fn a_screen_too_small_shrinks_the_popover_and_no_screen_places_nothing() {
     assert!(got.3 < 560.0);
     assert_eq!(popover_in_points(None, &[], None), None);
 }
+
+#[test]
+fn screens_of_different_scales_never_take_each_others_menu_items() {
+    // A 2× laptop as the main screen and 1× screens beside it: an item on a 1× menu bar, read
+    // at 2×, falls on the laptop's menu bar wherever its x is under twice the laptop's width.
+    let laptop = laptop();
+    let right = external((1512.0, 0.0));
+    let further = external((4072.0, 0.0));
+    let left = external((-2560.0, 0.0));
+    let above = external((0.0, -1440.0));
+    // (screens, items on the menu bar of `on`, at its scale), the laptop first and last.
+    let layouts = [
+        (
+            vec![laptop, right],
+            right,
+            vec![1600.0, 2000.0, 2900.0, 3020.0, 3800.0],
+        ),
+        (vec![right, laptop], right, vec![1600.0, 2000.0, 3020.0]),
+        (vec![laptop, left], left, vec![-2500.0, -1200.0, -40.0]),
+        (vec![laptop, above], above, vec![100.0, 1400.0, 2500.0]),
+        (vec![laptop, right, further], right, vec![1600.0, 3020.0]),
+        (
+            vec![laptop, right, further],
+            further,
+            vec![4100.0, 5000.0, 6000.0],
+        ),
+    ];
+    for (screens, on, xs) in layouts {
+        let top = on.bounds.1 / on.scale;
+        for x in xs {
+            let tray = item(x, top, 24.0, on.scale);
+            let got = tray_screen(tray, &screens).map(|(s, _)| s);
+            assert_eq!(
+                got,
+                Some(on),
+                "an item at {x} pt on {on:?}, among {screens:?}"
+            );
+            let popover = popover_in_points(Some(tray), &screens, Some(&laptop)).unwrap();
+            assert!(
+                inside(popover, on.work_area.points(on.scale)),
+                "{popover:?}"
+            );
+        }
+        // The laptop's own items stay the laptop's.
+        for x in [40.0, 700.0, 1470.0] {
+            let tray = item(x, 0.0, 37.0, 2.0);
+            assert_eq!(
+                tray_screen(tray, &screens).map(|(s, _)| s),
+                Some(laptop),
+                "{x}"
+            );
+        }
+    }
+}

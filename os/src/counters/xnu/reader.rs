@@ -368,14 +368,20 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
     }
 
     /// The environment from `KERN_PROCARGS2` (the same user's processes; the kernel refuses
-    /// others' and zombies').
+    /// others' and zombies'), read into the thread's one buffer: the search asks this of
+    /// every candidate process, and a buffer is `kern.argmax` (1 MiB) long.
     fn carries_job_mark(&self, pid: u32, mark: &str) -> Result<bool> {
-        let mut buf = Vec::new();
-        let Some(len) = self.kernel.procargs2(pid, &mut buf)? else {
-            return Ok(false);
-        };
-        let env = super::procargs2_env(buf.get(..len).unwrap_or_default());
-        Ok(crate::counters::env_names_job_mark(&env, mark))
+        thread_local! {
+            static ARGS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        ARGS.with(|cell| {
+            let mut buf = cell.borrow_mut();
+            let Some(len) = self.kernel.procargs2(pid, &mut buf)? else {
+                return Ok(false);
+            };
+            let env = super::procargs2_env(buf.get(..len).unwrap_or_default());
+            Ok(crate::counters::env_names_job_mark(&env, mark))
+        })
     }
 
     /// `proc_listallpids` (never empty on a Mac: launchd is always there).
