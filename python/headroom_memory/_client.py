@@ -8,8 +8,9 @@ guard's check each time). A reader thread takes every line the guard sends: each
 matched with its request, in order (a refusal is said then, as a warning), pushes go to the
 callbacks of :func:`headroom_memory.on_warning` (on a thread of their own, so a callback may
 mark). At exit the process waits (up to :data:`DRAIN_SECONDS`) until every mark it sent is
-answered: the guard takes a mark only from a live member of its job. A guard of version 1 (it answers the hello with an error) gets one connection per mark, as
-``headroom mark`` does, and no warning.
+answered: the guard takes a mark only from a live member of its job. A guard of version 1
+(it answers the hello with an error) gets one connection per mark, as ``headroom mark``
+does, and no warning.
 
 Where the guard is: ``$HEADROOM_MARK`` (``headroom guard`` sets it for its command), else
 the sockets of the run folder that the package's own binary names (``headroom mark
@@ -19,10 +20,10 @@ greeted at once. Any other (a ``headroom watch`` of this process, the app, or an
 guard, perhaps stopped or stuck) is greeted in the background, each on a thread of its own:
 a mark never waits for its greeting. The watch or the app greets a member of its job; once
 one does, the session is this process's, and the last stage marked meanwhile is passed on
-(it returned False: it was not taken then; marked again next, it is not sent twice). Outside any job nothing is found, and nothing is
-said. No process is started per mark: the run folder is asked for once per process, and
-looked through at most every :data:`RETRY_SECONDS` while no guard is found; a mark in
-between costs a clock read.
+(it returned False: it was not taken then; marked again next, it is not sent twice).
+Outside any job nothing is found, and nothing is said. No process is started per mark: the
+run folder is asked for once per process, and looked through at most every
+:data:`RETRY_SECONDS` while no guard is found; a mark in between costs a clock read.
 
 Never raises into the caller: trouble (a guard that is gone, refuses, is slow, or says what
 this version cannot read) is one :class:`HeadroomWarning` per process at most, and a

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
 import warnings
 
 
@@ -40,9 +41,11 @@ def warn(message: str, *, once: bool = True) -> None:
 def _outside_frames() -> int:
     """The stack level of the first frame outside this package (for ``warnings.warn``)."""
     package = os.path.dirname(os.path.abspath(__file__))
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     level = 1
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == package:
+    while frame is not None and os.path.dirname(
+        os.path.abspath(frame.f_code.co_filename)
+    ) == package:
         frame = frame.f_back
         level += 1
     return level

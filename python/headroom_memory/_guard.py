@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from ._binary import binary_path

@@ -6,6 +6,7 @@ Run through scripts/test-e2e, which provides Xvfb and a session D-Bus (dbus-run-
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -82,16 +83,29 @@ def driver(home, notifications):
     os.makedirs(ARTIFACTS, exist_ok=True)
     log = open(os.path.join(ARTIFACTS, "tauri-driver.log"), "w")
     env = dict(os.environ, HEADROOM_SHOW_WINDOW="1", HEADROOM_LOG="info", NO_AT_BRIDGE="1")
-    proc = subprocess.Popen([td], stdout=log, stderr=subprocess.STDOUT, env=env)
-    _wait_port(4444)
-    opts = ArgOptions()
-    opts.set_capability("tauri:options", {"application": app, "args": ["--show"]})
-    d = webdriver.Remote(command_executor="http://127.0.0.1:4444", options=opts)
-    d.implicitly_wait(0)
-    yield d
+    # Its own process group: tauri-driver and the WebKitWebDriver it starts end together,
+    # however the session ends (a session that failed to start left both running, and the
+    # next run's driver could not take their ports).
+    proc = subprocess.Popen([td], stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    d = None
     try:
-        d.quit()
+        _wait_port(4444)
+        # tauri-driver hands the session to WebKitWebDriver: wait until it listens too.
+        _wait_port(4445)
+        opts = ArgOptions()
+        opts.set_capability("tauri:options", {"application": app, "args": ["--show"]})
+        d = webdriver.Remote(command_executor="http://127.0.0.1:4444", options=opts)
+        d.implicitly_wait(0)
+        yield d
     finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+        try:
+            if d is not None:
+                d.quit()
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
+            log.close()

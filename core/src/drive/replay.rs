@@ -6,6 +6,7 @@
 //! read of it ([`crate::sampler::recorded`] makes the samples back), so a replay stops where
 //! the live guard did, on the same sample, for the same reason.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -46,8 +47,15 @@ pub struct Replay {
 /// Replays `trace` under `spec` (its limits and poll): where the guard would first have
 /// stopped the job (or paused it, with `--on-budget pause`). `None` without samples.
 pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
-    let mut samples: Vec<SampleRecord> = trace.samples.clone();
-    samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+    // A trace read from a file is in time order (the reader refuses one that is not): its
+    // samples are replayed where they are, not copied (a day-long trace has a million).
+    let samples: Cow<'_, [SampleRecord]> = if trace.samples.windows(2).all(|w| w[0].t <= w[1].t) {
+        Cow::Borrowed(&trace.samples)
+    } else {
+        let mut sorted = trace.samples.clone();
+        sorted.sort_by(|a, b| a.t.total_cmp(&b.t));
+        Cow::Owned(sorted)
+    };
     let first = samples.first()?.clone();
     let alive = Rc::new(Cell::new(true));
     // The clock of the reading being judged, the source's and the recorder's.
@@ -59,7 +67,7 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     let start = run.start_system();
     let swap_start = run.swap_start_bytes.unwrap_or(first.swap_used);
     let mut source = TraceSource {
-        samples,
+        samples: &samples,
         next: 0,
         alive: Rc::clone(&alive),
         start_at,
@@ -106,8 +114,8 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
 }
 
 /// Samples of a trace, at the checks the engine asks for.
-struct TraceSource {
-    samples: Vec<SampleRecord>,
+struct TraceSource<'a> {
+    samples: &'a [SampleRecord],
     next: usize,
     alive: Rc<Cell<bool>>,
     start_at: SystemTime,
@@ -119,7 +127,7 @@ struct TraceSource {
     repeat: Option<(SampleRecord, bool)>,
 }
 
-impl Source for TraceSource {
+impl Source for TraceSource<'_> {
     fn next(&mut self, due_in: Duration) -> Input {
         if let Some((record, false)) = self.repeat.clone().filter(|_| !self.alive.get()) {
             self.repeat = Some((record.clone(), true));
@@ -146,7 +154,7 @@ impl Source for TraceSource {
     }
 }
 
-impl TraceSource {
+impl TraceSource<'_> {
     fn sample(&self, record: &SampleRecord) -> Sample {
         let at = self.start_at + self.now.get();
         let seq = self.next as u64;
