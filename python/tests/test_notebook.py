@@ -80,15 +80,18 @@ def test_a_growing_cell_is_interrupted_and_the_kernel_answers_the_next(
         # The free floor off: the kernel's cgroup is full at once (its room is what the
         # guard, inside it too, calls free memory); the swap budget is what is tested.
         content, printed = execute(kc, "%%guard 150M kill_free=0 poll=0.2s\n" + GROW_CELL)
-        # Interrupted in the cell: 200 chunks of 16 MiB never all came.
-        assert content["status"] == "error", (content, printed)
-        assert content["ename"] == "KeyboardInterrupt", content
-        assert "grew to the end" not in "".join(printed)
-        # The kernel lives, and answers the next cell with its state.
+        # Interrupted in the cell: 200 chunks of 16 MiB never all came. (The reply is the
+        # KeyboardInterrupt's error, as a rule; where IPython's own handling of the magic took
+        # the interrupt, the cell still ended early.)
+        assert "grew to the end" not in "".join(printed), (content, printed)
+        if content["status"] != "ok":
+            assert content["ename"] == "KeyboardInterrupt", content
+        # The kernel lives, and answers the next cell with its state: the chunks the cell
+        # made before its interrupt.
         assert km.is_alive()
-        content, printed = execute(kc, "print(len(chunks) > 0, 6 * 7)")
+        content, printed = execute(kc, "print(0 < len(chunks) < 200, 6 * 7)")
         assert content["status"] == "ok", content
-        assert "True 42" in "".join(printed)
+        assert "True 42" in "".join(printed), printed
     finally:
         if kc is not None:
             kc.stop_channels()
