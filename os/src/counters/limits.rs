@@ -21,6 +21,10 @@ const RAISED_AT_MOST: u64 = 10_240;
 /// The soft limit as it was before [`raise_open_files`] (0: not raised).
 static ORIGINAL_SOFT: AtomicU64 = AtomicU64::new(0);
 
+/// [`spare_descriptors`], read once (and again after a raise): it is asked for each member
+/// a look adds, and only this process changes its limit. `u64::MAX`: not read yet.
+static SPARE: AtomicU64 = AtomicU64::new(u64::MAX);
+
 /// `rlim_t` as a count: unsigned on Linux and macOS, signed on FreeBSD (where no
 /// limit is negative: `RLIM_INFINITY` is its largest value).
 #[allow(clippy::unnecessary_cast, clippy::cast_sign_loss)]
@@ -65,6 +69,7 @@ pub fn raise_open_files() -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     let _ = ORIGINAL_SOFT.compare_exchange(0, soft, Ordering::SeqCst, Ordering::SeqCst);
+    SPARE.store(u64::MAX, Ordering::SeqCst);
     Ok(want)
 }
 
@@ -96,8 +101,12 @@ pub fn restore_for_child(cmd: &mut Command) {
 /// How many descriptors may be held for speed in all (kept files and exit watches): the soft
 /// limit on open files less [`RESERVED`], none when the limit cannot be read.
 pub fn spare_descriptors() -> usize {
-    let soft = get().map_or(0, |(soft, _)| soft);
-    usize::try_from(soft.saturating_sub(RESERVED)).unwrap_or(usize::MAX)
+    let mut spare = SPARE.load(Ordering::Relaxed);
+    if spare == u64::MAX {
+        spare = get().map_or(0, |(soft, _)| soft).saturating_sub(RESERVED);
+        SPARE.store(spare, Ordering::Relaxed);
+    }
+    usize::try_from(spare).unwrap_or(usize::MAX)
 }
 
 /// True for the errors of a process (or the system) out of descriptors.
