@@ -28,6 +28,7 @@ fn file(pid: u32, start_time: u64, state: JobStatus) -> JobFile {
         swap_start_bytes: 1 << 30,
         swap_growth_bytes: 300 << 20,
         peak_footprint_bytes: Some(18 << 30),
+        footprint_bytes: None,
         state,
         verdict: None,
         on_budget: OnBudget::Stop,

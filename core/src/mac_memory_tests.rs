@@ -16,6 +16,7 @@ use crate::counters::{CounterSource, SystemCounters};
 use crate::engine::{Engine, JobMode, JobSpec, Moment};
 use crate::fit::{answer, need_of, predict, recorded, PastRun, Room, Taken};
 use crate::members::{MemberSet, Members};
+use crate::policy::share::OtherJob;
 use crate::policy::{EndReason, Limits, Verdict};
 use crate::process::ProcessIdentity;
 use crate::queue::{decide, Memory, Place};
@@ -83,8 +84,27 @@ impl<'a> Job<'a> {
     fn touch(&mut self, bytes: u64) {
         self.reader.kernel().touch(self.leader, bytes);
         self.reader.kernel().advance(Duration::from_secs(1));
+        self.sample();
+    }
+
+    /// The job as another guard's job file shows it: its leader and its footprint at its
+    /// guard's last reading.
+    fn as_other(&self) -> OtherJob {
+        let view = &self.engine.views()[0];
+        OtherJob {
+            leader: ProcessIdentity {
+                pid: view.pid,
+                start_time: view.start_time,
+            },
+            footprint_bytes: view.footprint_bytes.unwrap(),
+            read_at_ms: crate::units::unix_ms(moment(self.seconds).at),
+        }
+    }
+
+    /// The guard samples (a second after the last): the fake Mac's clock is the caller's.
+    fn sample(&mut self) {
         self.seconds += 1;
-        let sample = read_sample(
+        let mut sample = read_sample(
             self.reader,
             std::slice::from_ref(&self.set),
             &mut ErrorOnce::default(),
@@ -92,6 +112,7 @@ impl<'a> Job<'a> {
             Duration::from_secs(self.seconds),
             None,
         );
+        sample.at = moment(self.seconds).at;
         self.engine.on_sample(&sample);
     }
 
@@ -188,7 +209,7 @@ fn a_job_touching_20_gb_leaves_the_level_alone_and_raises_memory_in_use_by_20_gb
     let (verdict, need) = job.end();
     assert!(near(need, 20 * GIB, 2 << 20), "{need}");
     assert_eq!(verdict.lowest_free_percent, Some(before.free_percent));
-    assert!(verdict.in_use_rise_bytes.is_some());
+    assert!(verdict.in_use_taken_bytes.is_some());
     // Once it has ended, its memory is free again.
     assert!(near(
         reader.read_system().unwrap().room_bytes(),
@@ -239,7 +260,11 @@ fn a_job_that_compresses_needs_less_than_its_footprint_and_all_the_room_it_had()
         system.free_percent < job.start.free_percent,
         "compression lowers the level"
     );
+    let rise = system.in_use_bytes.unwrap() - job.start.in_use_bytes.unwrap();
     let (_, need) = job.end();
+    // Its footprint counts its compressed pages whole: what it took is the room it had
+    // (policy::share), not its footprint.
+    assert!(rise < footprint, "rise {rise}, footprint {footprint}");
     assert!(need < footprint, "need {need}, footprint {footprint}");
     assert!(
         need + GIB >= room_at_start - 2 * GIB,
@@ -276,7 +301,7 @@ fn a_job_that_swaps_needs_ram_and_swap_and_its_footprint_passes_physical_memory(
     let (verdict, need) = job.end();
     assert!(!verdict.fits);
     let swap = verdict.swap_growth_bytes;
-    assert_eq!(need, verdict.in_use_rise_bytes.unwrap() + swap);
+    assert_eq!(need, verdict.in_use_taken_bytes.unwrap() + swap);
     assert!(need > room_at_start, "need {need}, room {room_at_start}");
     assert!(answer(&one_run(need), room(&reader)).is_err());
 }
@@ -352,7 +377,7 @@ fn a_recorded_run_without_page_counts_is_measured_by_the_recorded_rule() {
         job.touch(2 * GIB);
     }
     let (mut verdict, need) = job.end();
-    verdict.in_use_rise_bytes = None;
+    verdict.in_use_taken_bytes = None;
     let base = reader.read_system().unwrap().level_base_bytes();
     let start = verdict.lowest_free_percent.unwrap();
     let by_rule = recorded(&verdict, base, start);
@@ -417,4 +442,142 @@ fn a_zombies_rusage_answers_a_zero_footprint_and_its_peak_and_it_is_no_member() 
     assert_eq!(job.set.refresh(&reader).0, None, "a zombie is no member");
     reader.kernel().reap(leader);
     assert!(reader.process_memory(leader).unwrap_err().is_gone());
+}
+
+/// Two guards' jobs on one Mac, each sampled once a second with the other's job file (its
+/// footprint a reading old, as the file holds it) beside it.
+fn grow_together(a: &mut Job, b: &mut Job, a_bytes: u64, b_bytes: u64, seconds: u32) {
+    for _ in 0..seconds {
+        a.reader.kernel().touch(a.leader, a_bytes);
+        b.reader.kernel().touch(b.leader, b_bytes);
+        a.reader.kernel().advance(Duration::from_secs(1));
+        let (a_file, b_file) = (a.as_other(), b.as_other());
+        a.engine.set_other_jobs(vec![b_file]);
+        b.engine.set_other_jobs(vec![a_file]);
+        a.sample();
+        b.sample();
+    }
+}
+
+#[test]
+fn two_jobs_growing_at_once_each_take_their_own_not_the_machines_rise() {
+    // A grows 12 GB, B 4 GB in the same seconds: the machine's rise (16 GB) is each guard's
+    // rise; each job's need is its own, within 15 % (the old rule gave B 16 GB).
+    let (reader, guard) = mac();
+    let mut a = Job::start(&reader, guard);
+    let mut b = Job::start(&reader, guard);
+    a.sample();
+    b.sample();
+    grow_together(&mut a, &mut b, 1200 << 20, 400 << 20, 10);
+    let (a_taken, b_taken) = (a.taken_bytes(), b.taken_bytes());
+    let rise = reader.read_system().unwrap().in_use_bytes.unwrap() - a.start.in_use_bytes.unwrap();
+    assert!(near(rise, 16 * GIB, GIB), "rise {rise}");
+    let within = |got: u64, own: u64| got.abs_diff(own) as f64 <= own as f64 * 0.15;
+    assert!(within(a_taken, 12 * GIB), "A took {a_taken}");
+    assert!(within(b_taken, 4 * GIB), "B took {b_taken}");
+    assert!(
+        a_taken + b_taken <= rise + GIB,
+        "the rise counted once, not for each"
+    );
+    let (_, b_need) = b.end();
+    let (_, a_need) = a.end();
+    assert!(within(a_need, 12 * GIB), "A needs {a_need}");
+    assert!(within(b_need, 4 * GIB), "B needs {b_need}");
+}
+
+#[test]
+fn memory_no_footprint_shows_is_shared_among_the_jobs_that_grew() {
+    // 4 GB wired as A (6 GB) and B (2 GB) grow (a GPU's buffers, allocated as the jobs
+    // grow): no footprint shows it; it is shared 3:1, the whole counted once.
+    let (reader, guard) = mac();
+    let mut a = Job::start(&reader, guard);
+    let mut b = Job::start(&reader, guard);
+    a.sample();
+    b.sample();
+    for _ in 0..10 {
+        reader.kernel().memory(|m| m.wire(400 << 20));
+        grow_together(&mut a, &mut b, 600 << 20, 200 << 20, 1);
+    }
+    // They hold it a second: the other's job file catches up.
+    grow_together(&mut a, &mut b, 0, 0, 1);
+    let (a_taken, b_taken) = (a.taken_bytes(), b.taken_bytes());
+    assert!(near(a_taken, 9 * GIB, GIB / 2), "A took {a_taken}");
+    assert!(near(b_taken, 3 * GIB, GIB / 2), "B took {b_taken}");
+}
+
+#[test]
+fn an_app_quitting_during_a_job_never_lowers_its_need_below_its_footprint() {
+    // 10 GB of an app is given back while the job takes 8 GB: memory in use falls, the
+    // job's rise is 0, and its need stays what it held.
+    let (reader, guard) = mac();
+    let app = reader.kernel().spawn_user(USER, "Xcode");
+    reader.kernel().touch(app, 10 * GIB);
+    reader.kernel().advance(Duration::from_secs(1));
+    let mut job = Job::start(&reader, guard);
+    for second in 0..8 {
+        if second == 2 {
+            reader.kernel().exit(app);
+        }
+        job.touch(GIB);
+    }
+    let now = reader.read_system().unwrap().in_use_bytes.unwrap();
+    assert!(
+        now < job.start.in_use_bytes.unwrap(),
+        "the machine's rise is below 0"
+    );
+    let footprint = reader.process_memory(job.leader).unwrap().footprint_bytes;
+    assert!(job.taken_bytes() >= footprint);
+    let (_, need) = job.end();
+    assert!(need >= footprint, "need {need}, footprint {footprint}");
+    assert!(near(need, 8 * GIB, GIB / 2), "need {need}");
+}
+
+#[test]
+fn a_third_job_waits_while_two_admitted_jobs_grow_at_once() {
+    // A (needs 12 GB) and B (needs 8 GB) admitted together, both growing; C (needs 14 GB)
+    // must wait until their reservations are really used: on the old rule each counted the
+    // other's growth as its own, their reservations ran out at half way and C was let in.
+    let (reader, guard) = mac();
+    let place = |pid: u32, ticket: u64, need_bytes: u64| Place {
+        guard: ProcessIdentity { pid, start_time: 1 },
+        ticket,
+        key: format!("job{ticket}"),
+        command: format!("python3 job{ticket}.py"),
+        need_bytes: Some(need_bytes),
+        run_time_ms: None,
+        joined_at_ms: 0,
+        admitted_at_ms: Some(0),
+        used_bytes: 0,
+    };
+    let (mut pa, mut pb) = (place(900, 1, 12 * GIB), place(901, 2, 8 * GIB));
+    let mut pc = place(902, 3, 14 * GIB);
+    pc.admitted_at_ms = None;
+    let decide_now = |me: &Place, others: &[Place]| {
+        let memory = Memory {
+            room: room(&reader),
+            now_ms: 0,
+        };
+        decide(me, others, memory)
+    };
+    // With A and B reserved, C's 14 GB is more than what is left (the Mac has 48).
+    assert!(decide_now(&pc, &[pa.clone(), pb.clone()]).is_err());
+    let mut a = Job::start(&reader, guard);
+    let mut b = Job::start(&reader, guard);
+    a.sample();
+    b.sample();
+    for step in 1..=10 {
+        grow_together(&mut a, &mut b, 1200 << 20, 800 << 20, 1);
+        pa.used_bytes = a.taken_bytes();
+        pb.used_bytes = b.taken_bytes();
+        assert!(
+            decide_now(&pc, &[pa.clone(), pb.clone()]).is_err(),
+            "second {step}: A used {}, B used {}",
+            pa.used_bytes,
+            pb.used_bytes
+        );
+    }
+    // Once both end, C starts.
+    a.end();
+    b.end();
+    assert!(decide_now(&pc, &[]).is_ok());
 }

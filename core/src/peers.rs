@@ -1,5 +1,7 @@
 //! Other guards' jobs ("peers") on this machine, for the pause order
-//! ([`crate::policy::order`] has its rules), in one place for every driver: where peers are
+//! ([`crate::policy::order`] has its rules) and, where memory is counted by pages (macOS),
+//! for each job's share of memory in use ([`crate::policy::share`]), in one place for every
+//! driver: where peers are
 //! listed ([`PeerSource`]; `crate::jobfile::PeerFiles` reads their job files and says which
 //! jobs take part, `PeerFiles::for_job`), a [`PeerBoard`] that reads them at most every [`PEERS_EVERY`] (a guard's driver,
 //! the app's ticker), and the ask to one of them to pause in this job's place, over that
@@ -11,16 +13,26 @@ use crate::effects::Control;
 use crate::marks::{send_control, socket_path, Sent};
 use crate::paths::Dirs;
 use crate::policy::order::{Peer, PeerAt};
+use crate::policy::share::OtherJob;
 
 /// How often the job files are read again for the pause order (a guard's own file is
 /// written at once when its job pauses or resumes).
 pub const PEERS_EVERY: Duration = Duration::from_millis(500);
 
-/// Where other guards' pausable jobs are listed (`crate::jobfile::PeerFiles` reads their
-/// job files).
+/// Other guards' jobs as one read of their job files found them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Peers {
+    /// Their pausable jobs (the pause order's view of them).
+    pub order: Vec<Peer>,
+    /// Their running jobs and footprints (what a job's share of memory in use is weighed
+    /// against).
+    pub others: Vec<OtherJob>,
+}
+
+/// Where other guards' jobs are listed (`crate::jobfile::PeerFiles` reads their job files).
 pub trait PeerSource {
-    /// Other guards' pausable jobs now, this guard's own left out.
-    fn peers(&mut self) -> Vec<Peer>;
+    /// Other guards' jobs now, this guard's own left out.
+    fn peers(&mut self) -> Peers;
 }
 
 /// A [`PeerSource`] read on a schedule: at most every [`PEERS_EVERY`] (a guard's driver,
@@ -45,7 +57,7 @@ impl PeerBoard {
     }
 
     /// The peers, when a new read is due; `None` between reads.
-    pub fn read(&mut self) -> Option<Vec<Peer>> {
+    pub fn read(&mut self) -> Option<Peers> {
         let now = Instant::now();
         if self
             .last

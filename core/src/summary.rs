@@ -45,6 +45,11 @@ pub struct Summary {
     /// How much the memory in use rose from the first sample to its highest, where the
     /// samples carry it (Headroom's Mac traces; see [`crate::fit`]).
     pub in_use_rise_bytes: Option<u64>,
+    /// What the job took of memory in use, where the samples carry it: the rise at each
+    /// sample, at least the job's footprint then up to the room at its start
+    /// ([`crate::policy::share`]; a trace does not say what other jobs ran beside it, so the
+    /// rise is the job's whole).
+    pub in_use_taken_bytes: Option<u64>,
     /// `t` of the last sample, seconds.
     pub duration_seconds: f64,
     /// Per-stage peaks, in the order stages began (empty without stage events).
@@ -59,6 +64,27 @@ pub struct Summary {
     pub ended: bool,
     /// Whether a half-written last line was dropped.
     pub truncated: bool,
+}
+
+/// What the job of `trace` took of memory in use (`start` in use at its first sample): the
+/// highest of [`crate::policy::share::taken_bytes`] over its samples, alone on the machine.
+fn in_use_taken(trace: &Trace, samples: &[&SampleRecord], start: u64) -> u64 {
+    // The room at its start, where the trace says what memory the kernel hands out.
+    let usable = trace.start.as_ref().and_then(|m| {
+        m.get("usable_memory")
+            .or_else(|| m.get("total_memory"))
+            .and_then(serde_json::Value::as_u64)
+    });
+    let room_start = usable.map_or(u64::MAX, |u| u.saturating_sub(start));
+    samples
+        .iter()
+        .filter_map(|s| {
+            let rise = s.in_use?.saturating_sub(start);
+            let own = crate::policy::share::own_bytes(s.footprint, room_start);
+            Some(crate::policy::share::taken_bytes(rise, own, 0))
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 fn sorted_samples(trace: &Trace) -> Vec<&SampleRecord> {
@@ -150,6 +176,9 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
                 .unwrap_or(start);
             peak.saturating_sub(start)
         }),
+        in_use_taken_bytes: first
+            .in_use
+            .map(|start| in_use_taken(trace, &samples, start)),
         lowest_level_percent: samples
             .iter()
             .map(|s| s.level)

@@ -245,7 +245,7 @@ pub fn need_of(verdict: &Verdict, taken: Taken) -> (u64, bool) {
             base_bytes,
             free_start_percent,
         } => verdict
-            .in_use_rise_bytes
+            .in_use_taken_bytes
             .unwrap_or_else(|| recorded(verdict, base_bytes, free_start_percent)),
     };
     let measured = taken.saturating_add(verdict.swap_growth_bytes);

@@ -16,7 +16,7 @@ pub fn verdict(footprint: u64, growth: u64, ended: EndReason) -> Verdict {
         swap_start_bytes: 0,
         peak_footprint_bytes: Some(footprint),
         lowest_free_percent: None,
-        in_use_rise_bytes: None,
+        in_use_taken_bytes: None,
         duration: Duration::from_secs(60),
         ended,
         processes: 1,

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 
 use headroom_core::counters::Counters;
 use headroom_core::engine::JobView;
-use headroom_core::jobfile::{Board, PeerFiles};
+use headroom_core::jobfile::{Board, PeerFiles, COUNTS_PAGES};
 use headroom_core::peers::{PeerBoard, PeerSource};
 use headroom_core::process::ProcessIdentity;
 
@@ -62,8 +62,9 @@ pub fn publish_views(state: &AppState, views: Vec<JobView>) {
     let _ = publishing.to_thread.send(views);
 }
 
-/// The other guards' pausable jobs, read from their job files at most every
-/// [`headroom_core::peers::PEERS_EVERY`] while one of the app's jobs is in the pause order.
+/// The other guards' jobs, read from their job files at most every
+/// [`headroom_core::peers::PEERS_EVERY`] while one of the app's jobs is in the pause order
+/// or memory is counted by pages (`COUNTS_PAGES`: each job's share of memory in use).
 #[derive(Debug)]
 pub struct Peers {
     board: PeerBoard,
@@ -81,11 +82,13 @@ impl Peers {
     /// Gives the engine the other guards' jobs when a new read is due and one of the app's
     /// jobs takes part in the pause order (read outside the engine's lock).
     pub fn update(&mut self, state: &AppState) {
-        if !lock(&state.monitor).jobs.in_pause_order() {
+        if !(COUNTS_PAGES || lock(&state.monitor).jobs.in_pause_order()) {
             return;
         }
         if let Some(peers) = self.board.read() {
-            lock(&state.monitor).jobs.set_peers(peers);
+            let mut monitor = lock(&state.monitor);
+            monitor.jobs.set_peers(peers.order);
+            monitor.jobs.set_other_jobs(peers.others);
         }
     }
 }

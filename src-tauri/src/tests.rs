@@ -308,6 +308,7 @@ fn terminal_guards_are_listed_read_only() {
         swap_start_bytes: 0,
         swap_growth_bytes: 5,
         peak_footprint_bytes: None,
+        footprint_bytes: None,
         state: headroom_core::engine::JobStatus::Running,
         verdict: None,
         on_budget: headroom_core::policy::OnBudget::Stop,

@@ -216,7 +216,7 @@ fn import(
         swap_start_bytes: summary.swap_start_bytes,
         peak_footprint_bytes: Some(summary.peak_footprint_bytes),
         lowest_free_percent: Some(summary.lowest_level_percent),
-        in_use_rise_bytes: summary.in_use_rise_bytes,
+        in_use_taken_bytes: summary.in_use_taken_bytes,
         duration: Duration::from_secs_f64(summary.duration_seconds.max(0.0)),
         ended: EndReason::Exited { code: 0 },
         processes: 0,

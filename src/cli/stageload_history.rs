@@ -140,7 +140,7 @@ fn run(record: &Record, ended: SystemTime, key: Option<&str>) -> (FinishedJob, R
         swap_start_bytes: record.swap_start.unwrap_or(0),
         peak_footprint_bytes: record.peak_footprint,
         lowest_free_percent: record.min_level,
-        in_use_rise_bytes: None,
+        in_use_taken_bytes: None,
         duration,
         ended: ended_as,
         processes: 0,

@@ -45,7 +45,8 @@ pub fn drive(
         let input = source.next(due);
         if matches!(input, Input::Sample(_)) {
             if let Some(peers) = source.peers() {
-                engine.set_peers(peers);
+                engine.set_peers(peers.order);
+                engine.set_other_jobs(peers.others);
             }
         }
         let now = source.now();

@@ -17,7 +17,6 @@ use crate::engine::Moment;
 use crate::marks::Request;
 use crate::members::MemberSet;
 use crate::peers::PeerBoard;
-use crate::policy::order::Peer;
 use crate::process::ProcessIdentity;
 use crate::sampler::InlineSampler;
 use crate::unix::jobctl;
@@ -136,7 +135,7 @@ impl Source for LiveSource<'_> {
         }
     }
 
-    fn peers(&mut self) -> Option<Vec<Peer>> {
+    fn peers(&mut self) -> Option<crate::peers::Peers> {
         self.peers.as_mut()?.read()
     }
 

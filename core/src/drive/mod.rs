@@ -161,9 +161,9 @@ pub trait Source {
     fn next(&mut self, due: Duration) -> Input;
     /// Now, on both clocks.
     fn now(&self) -> Moment;
-    /// Other guards' pausable jobs, when the source has a new look at them (the pause
-    /// order); `None` keeps the last (a replay has none).
-    fn peers(&mut self) -> Option<Vec<crate::policy::order::Peer>> {
+    /// Other guards' jobs, when the source has a new look at them (the pause order, the
+    /// share of memory in use); `None` keeps the last (a replay has none).
+    fn peers(&mut self) -> Option<crate::peers::Peers> {
         None
     }
     /// How the checks that follow are taken: whether they may be `light` ones (while the

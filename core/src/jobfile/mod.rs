@@ -32,8 +32,9 @@ use serde::{Deserialize, Serialize};
 use crate::counters::{CounterSource, JobCgroup};
 use crate::engine::{JobMode, JobSpec, JobStatus, JobView, FINISHED_KEEP};
 use crate::paths::{write_atomic, Dirs};
-use crate::peers::PeerSource;
+use crate::peers::{PeerSource, Peers};
 use crate::policy::order::{Peer, PeerAt};
+use crate::policy::share::OtherJob;
 use crate::policy::{OnBudget, Verdict};
 use crate::process::ProcessIdentity;
 use crate::units::unix_ms;
@@ -74,6 +75,10 @@ pub struct JobFile {
     pub swap_growth_bytes: u64,
     /// Peak footprint of the job's process tree, bytes, once measured.
     pub peak_footprint_bytes: Option<u64>,
+    /// Its footprint at the guard's last reading (what other guards weigh their share of
+    /// memory in use against on a Mac, [`crate::policy::share`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint_bytes: Option<u64>,
     /// Where the job is, as its guard last said.
     pub state: JobStatus,
     /// The verdict, once finished.
@@ -128,6 +133,7 @@ impl JobFile {
             swap_start_bytes: view.swap_start_bytes,
             swap_growth_bytes: view.swap_growth_bytes,
             peak_footprint_bytes: view.peak_footprint_bytes,
+            footprint_bytes: view.footprint_bytes,
             state: view.state,
             verdict: view.verdict.clone(),
             on_budget: view.on_budget,
@@ -168,6 +174,17 @@ impl JobFile {
             resumed_at_ms: self.resumed_at_ms,
             resumes_by_itself: self.resumes_by_itself,
             pausable: self.yields && self.state == JobStatus::Running,
+        })
+    }
+
+    /// The job beside others in their share of memory in use ([`crate::policy::share`]):
+    /// a job running or paused whose guard lives and read its footprint; else `None`.
+    pub fn as_other(&self) -> Option<OtherJob> {
+        let live = !self.unguarded && matches!(self.state, JobStatus::Running | JobStatus::Paused);
+        live.then_some(OtherJob {
+            leader: self.identity(),
+            footprint_bytes: self.footprint_bytes?,
+            read_at_ms: self.updated_at_ms,
         })
     }
 
@@ -370,8 +387,9 @@ fn list_at(
     jobs.into_iter().map(|(_, job)| job).collect()
 }
 
-/// Other guards' pausable jobs, from their job files (the pause order's view of them,
-/// [`crate::policy::order`]); the files of guard `own_pid` left out.
+/// Other guards' jobs, from their job files: the pausable ones (the pause order's view of
+/// them, [`crate::policy::order`]) and the running ones with their footprints (the share of
+/// memory in use, [`crate::policy::share`]); the files of guard `own_pid` left out.
 #[derive(Debug)]
 pub struct PeerFiles<C> {
     dir: PathBuf,
@@ -381,11 +399,12 @@ pub struct PeerFiles<C> {
 
 impl<C: CounterSource + 'static> PeerFiles<C> {
     /// Where the peers of a job run under `spec` are listed, when it takes part in the
-    /// pause order (a guard that pauses at its budget): the job files in `dirs`, this
-    /// process's own left out.
+    /// pause order (a guard that pauses at its budget) or memory is counted by pages
+    /// ([`COUNTS_PAGES`]: its share of memory in use weighs the others'): the job files in
+    /// `dirs`, this process's own left out.
     pub fn for_job(spec: &JobSpec, dirs: &Dirs, counters: C) -> Option<Box<dyn PeerSource>> {
         let pausing = spec.mode == JobMode::Guard && spec.limits.on_budget == OnBudget::Pause;
-        pausing.then(|| {
+        (pausing || COUNTS_PAGES).then(|| {
             let files = PeerFiles::new(dirs.jobs_dir(), std::process::id(), counters);
             Box::new(files) as Box<dyn PeerSource>
         })
@@ -401,13 +420,20 @@ impl<C: CounterSource + 'static> PeerFiles<C> {
     }
 }
 
+/// Whether this OS counts memory in use by pages (macOS), so that a job's need is its share
+/// of the rise and other guards' jobs are read for it ([`crate::policy::share`]).
+pub const COUNTS_PAGES: bool = cfg!(target_os = "macos");
+
 impl<C: CounterSource> PeerSource for PeerFiles<C> {
-    fn peers(&mut self) -> Vec<Peer> {
-        JobFile::list(&self.dir, &self.counters)
-            .iter()
+    fn peers(&mut self) -> Peers {
+        let files: Vec<JobFile> = JobFile::list(&self.dir, &self.counters)
+            .into_iter()
             .filter(|f| !f.guarded_by(self.own_pid))
-            .filter_map(JobFile::as_peer)
-            .collect()
+            .collect();
+        Peers {
+            order: files.iter().filter_map(JobFile::as_peer).collect(),
+            others: files.iter().filter_map(JobFile::as_other).collect(),
+        }
     }
 }
 

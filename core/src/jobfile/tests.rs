@@ -20,6 +20,7 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
         swap_start_bytes: 1 << 30,
         swap_growth_bytes: 300 << 20,
         peak_footprint_bytes: Some(18 << 30),
+        footprint_bytes: Some(17 << 30),
         state,
         verdict: (state == JobStatus::Finished).then(|| Verdict {
             processes: 1,
@@ -31,7 +32,7 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
             swap_start_bytes: 1 << 30,
             peak_footprint_bytes: Some(18 << 30),
             lowest_free_percent: Some(22.0),
-            in_use_rise_bytes: None,
+            in_use_taken_bytes: None,
             duration: Duration::from_secs(10),
             ended: EndReason::Exited { code: 0 },
             pauses: 0,
@@ -68,6 +69,7 @@ fn guarded_view(id: u64, pid: u32, state: JobStatus) -> crate::engine::JobView {
         swap_growth_bytes: 0,
         swap_budget_bytes: Some(8 << 30),
         peak_footprint_bytes: None,
+        footprint_bytes: None,
         taken_bytes: None,
         verdict: None,
         started_at_ms: NOW_MS + i64::from(pid),
@@ -197,6 +199,58 @@ fn list_with_real_counters() {
     assert_eq!(JobFile::list(tmp.path(), &counters), vec![mine.clone()]);
     assert!(!recycled.path_in(tmp.path()).exists());
     assert_eq!(mine.identity(), me);
+}
+
+#[test]
+fn peer_files_give_other_guards_running_jobs_and_their_footprints() {
+    // What a guard on a Mac weighs its share of memory in use against: the running and
+    // paused jobs of other live guards with the footprint their files hold; a finished job,
+    // one without a footprint and the reader's own are left out.
+    let tmp = tempfile::tempdir().unwrap();
+    let counters = Counters::new();
+    let Ok(me) = ProcessIdentity::of(&counters, std::process::id()) else {
+        eprintln!("process identity unsupported here; skipping");
+        return;
+    };
+    let now_ms = unix_ms(SystemTime::now());
+    // The leaders are this process (alive) under pids that differ only in the file name:
+    // each file is a job of guard `me` whose own leader is `me` too.
+    let file = |state: JobStatus, footprint_bytes: Option<u64>| JobFile {
+        guard: Some(me),
+        footprint_bytes,
+        start_time: me.start_time,
+        ..job(me.pid, state, now_ms)
+    };
+    let running = file(JobStatus::Running, Some(3 << 30));
+    running.write_atomic(tmp.path()).unwrap();
+    let mut peers = PeerFiles::new(
+        tmp.path().to_path_buf(),
+        me.pid.wrapping_add(1),
+        Counters::new(),
+    );
+    let read = peers.peers();
+    assert_eq!(
+        read.others,
+        vec![OtherJob {
+            leader: me,
+            footprint_bytes: 3 << 30,
+            read_at_ms: now_ms,
+        }]
+    );
+    file(JobStatus::Paused, Some(5 << 30))
+        .write_atomic(tmp.path())
+        .unwrap();
+    assert_eq!(peers.peers().others[0].footprint_bytes, 5 << 30);
+    for gone in [
+        file(JobStatus::Finished, Some(5 << 30)),
+        file(JobStatus::Running, None),
+    ] {
+        gone.write_atomic(tmp.path()).unwrap();
+        assert!(peers.peers().others.is_empty(), "{:?}", gone.state);
+    }
+    running.write_atomic(tmp.path()).unwrap();
+    let mut own = PeerFiles::new(tmp.path().to_path_buf(), me.pid, Counters::new());
+    assert!(own.peers().others.is_empty(), "the reader's own jobs");
 }
 
 #[test]

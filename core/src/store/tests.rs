@@ -268,7 +268,7 @@ fn verdict(fits: bool, growth_bytes: u64) -> Verdict {
         swap_start_bytes: 1 << 30,
         peak_footprint_bytes: Some(18 << 30),
         lowest_free_percent: Some(12.5),
-        in_use_rise_bytes: None,
+        in_use_taken_bytes: None,
         duration: Duration::from_secs(95),
         pauses: 0,
         paused: Duration::ZERO,

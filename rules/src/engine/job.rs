@@ -10,6 +10,7 @@ use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
 use crate::effects::{JobSignal, SignalReport, StopReport};
 use crate::members::{JobIds, Member};
 use crate::policy::order::{self, Me, Peer, PeerAt};
+use crate::policy::share::{self, OtherJob};
 use crate::policy::{
     aim, check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
     OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
@@ -30,6 +31,14 @@ pub(super) enum Phase {
     Stopping(Box<StopPhase>),
     /// Ended, with its verdict.
     Ended,
+}
+
+/// What runs around a job as a sample is observed: the pause order's peers, and the other
+/// jobs whose footprints its share of memory in use is weighed against.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Around<'a> {
+    pub(super) peers: &'a [Peer],
+    pub(super) others: &'a [OtherJob],
 }
 
 /// One job.
@@ -79,6 +88,9 @@ pub(super) struct Job {
     pub(super) making_room: Option<StopReason>,
     /// Younger jobs that refused to pause for it: not asked again.
     pub(super) declined: Vec<PeerAt>,
+    /// The other jobs running when its first reading with page counts came (macOS), as its
+    /// share of the rise of memory in use is weighed ([`crate::policy::share`]).
+    pub(super) others_at_start: Option<Vec<OtherJob>>,
     /// Since when its budget counts (wall clock): its start, last resume or last room made.
     pub(super) budget_since: SystemTime,
     /// An interrupt at its budget under way (`--on-budget interrupt`, `super::interrupt`).
@@ -176,6 +188,7 @@ impl Job {
             stop_report: None,
             making_room: None,
             declined: Vec::new(),
+            others_at_start: None,
             budget_since: at.at,
             interrupted: None,
         }
@@ -293,7 +306,13 @@ impl Job {
 
     /// One sample: the members it found (verifying a pause or a stop under way), then the
     /// limits and events of a running job.
-    pub(super) fn observe(&mut self, sample: &Sample, peers: &[Peer], actions: &mut Vec<Action>) {
+    pub(super) fn observe(
+        &mut self,
+        sample: &Sample,
+        around: Around<'_>,
+        actions: &mut Vec<Action>,
+    ) {
+        let peers = around.peers;
         self.saw(Moment {
             at: sample.at,
             clock: sample.since_start,
@@ -305,7 +324,15 @@ impl Job {
         }
         let obs = sample.system.as_ref().and_then(|_| {
             let since = *self.started_since.get_or_insert(sample.since_start);
-            sample.observation(self.root, sample.since_start.saturating_sub(since))
+            let mut obs =
+                sample.observation(self.root, sample.since_start.saturating_sub(since))?;
+            if obs.in_use_bytes.is_some() {
+                let at_start = self
+                    .others_at_start
+                    .get_or_insert_with(|| around.others.to_vec());
+                obs.others = share::others_of(at_start, around.others, unix_ms(sample.at));
+            }
+            Some(obs)
         });
         if let Some(obs) = &obs {
             self.last = Some(*obs);

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use super::job::{Calm, Job, Phase};
+use super::job::{Around, Calm, Job, Phase};
 use super::phase::PausePhase;
 use super::records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
@@ -13,6 +13,7 @@ use crate::counters::SystemCounters;
 use crate::effects::{Control, JobSignal, SignalReport, StopReport};
 use crate::members::{JobIds, Member};
 use crate::policy::order::{Peer, PeerAt};
+use crate::policy::share::OtherJob;
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::process::ProcessIdentity;
 use crate::sample::Sample;
@@ -25,6 +26,9 @@ pub struct Engine {
     jobs: Vec<Job>,
     /// Pausable jobs of other guards on this machine (the pause order's view of them).
     peers: Vec<Peer>,
+    /// Other guards' running jobs and their footprints (what a job's share of memory in
+    /// use is weighed against, [`crate::policy::share`]).
+    other_jobs: Vec<OtherJob>,
 }
 
 /// Why a request on a job was not carried out (said to whoever asked).
@@ -176,6 +180,32 @@ impl Engine {
     /// weighs them with this engine's own jobs).
     pub fn set_peers(&mut self, peers: Vec<Peer>) {
         self.peers = peers;
+    }
+
+    /// Other guards' running jobs and their footprints now, as their job files say: where
+    /// memory is counted by pages (macOS), a job's share of the machine's rise is weighed
+    /// against their growth and this engine's other jobs' ([`crate::policy::share`]).
+    pub fn set_other_jobs(&mut self, others: Vec<OtherJob>) {
+        self.other_jobs = others;
+    }
+
+    /// The jobs beside `me` as a sample finds them: this engine's other tracked jobs, then
+    /// other guards' (one of this engine's own listed there too counts once).
+    fn others_of(&self, sample: &Sample, me: ProcessIdentity) -> Vec<OtherJob> {
+        let here = sample.tracked.iter().filter_map(|t| {
+            let footprint_bytes = t.memory?.footprint_bytes;
+            (t.identity != me).then_some(OtherJob {
+                leader: t.identity,
+                footprint_bytes,
+                read_at_ms: unix_ms(sample.at),
+            })
+        });
+        let away = self
+            .other_jobs
+            .iter()
+            .filter(|o| o.leader != me && !sample.tracked.iter().any(|t| t.identity == o.leader))
+            .copied();
+        here.chain(away).collect()
     }
 
     /// The driver itself was interrupted by `signal` at `at`: a job Headroom started is
@@ -368,7 +398,25 @@ impl Engine {
     pub fn on_sample(&mut self, sample: &Sample) -> Vec<Action> {
         let mut actions = Vec::new();
         let here: Vec<Peer> = self.jobs.iter().filter_map(Job::as_peer).collect();
-        for job in self.jobs.iter_mut().filter(|j| j.active()) {
+        let by_pages = sample
+            .system
+            .as_ref()
+            .is_some_and(|s| s.in_use_bytes.is_some());
+        let others: Vec<Vec<OtherJob>> = self
+            .jobs
+            .iter()
+            .map(|j| {
+                if by_pages && j.active() {
+                    self.others_of(sample, j.root)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        for (job, others) in self.jobs.iter_mut().zip(&others) {
+            if !job.active() {
+                continue;
+            }
             let me = PeerAt::Job { id: job.id };
             let peers: Vec<Peer> = here
                 .iter()
@@ -376,7 +424,11 @@ impl Engine {
                 .chain(&self.peers)
                 .cloned()
                 .collect();
-            job.observe(sample, &peers, &mut actions);
+            let around = Around {
+                peers: &peers,
+                others,
+            };
+            job.observe(sample, around, &mut actions);
         }
         self.make_room_here(
             actions,
@@ -611,9 +663,10 @@ fn view_into(j: &Job, v: &mut JobView) {
     v.swap_budget_bytes =
         (j.spec.mode == JobMode::Guard).then_some(j.spec.limits.swap_budget_bytes);
     v.peak_footprint_bytes = j.ledger.peak_footprint_bytes();
+    v.footprint_bytes = j.last.and_then(|o| o.footprint_bytes);
     v.taken_bytes = j
         .ledger
-        .in_use_rise_bytes()
+        .in_use_taken_bytes()
         .or(j.ledger.peak_footprint_bytes());
     v.verdict.clone_from(&j.verdict);
     v.started_at_ms = unix_ms(j.started_at);

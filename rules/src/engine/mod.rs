@@ -205,8 +205,13 @@ pub struct JobView {
     pub swap_budget_bytes: Option<u64>,
     /// Peak footprint seen.
     pub peak_footprint_bytes: Option<u64>,
-    /// What it has taken so far as its need counts it (`crate::fit`): the rise of memory in
-    /// use where the kernel counts pages in use (macOS), else its peak footprint. What the
+    /// Its footprint at the last reading (what other guards weigh their share of memory in
+    /// use against, [`crate::policy::share`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint_bytes: Option<u64>,
+    /// What it has taken so far as its need counts it (`crate::fit`): its share of the rise
+    /// of memory in use where the kernel counts pages in use (macOS, at least its footprint,
+    /// [`crate::policy::share`]), else its peak footprint. What the
     /// queue's reservation for it is used up by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken_bytes: Option<u64>,

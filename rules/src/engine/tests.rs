@@ -1034,7 +1034,7 @@ fn a_macs_run_is_measured_by_the_rise_of_memory_in_use_also_after_a_restart() {
     after.on_sample(&in_use(2, 25));
     after.end(restored, EndReason::Exited { code: 0 }, moment(1500));
     let verdict = after.verdict(restored).unwrap();
-    assert_eq!(verdict.in_use_rise_bytes, Some(15 << 30));
+    assert_eq!(verdict.in_use_taken_bytes, Some(15 << 30));
     assert_eq!(verdict.lowest_free_percent, Some(62.5));
 }
 

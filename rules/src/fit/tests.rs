@@ -88,7 +88,7 @@ fn the_need_counts_what_swapped_and_raises_a_run_that_was_ended() {
     // With the kernel's page counts (a live Mac run) the rise of memory in use is what it
     // took, whatever the footprint and the level say.
     let counted = Verdict {
-        in_use_rise_bytes: Some(21 * GIB),
+        in_use_taken_bytes: Some(21 * GIB),
         ..touched.clone()
     };
     assert_eq!(need_of(&counted, mac(48 * GIB, 90.0)).0, 21 * GIB);

@@ -24,8 +24,13 @@ pub struct Ledger {
     last_t: Duration,
     /// Compressed memory at the first reading that had it, and its highest since.
     compressed_start_peak: Option<(u64, u64)>,
-    /// Memory in use (page counts) at the start, and its highest since.
-    in_use_start_peak: Option<(u64, u64)>,
+    /// Memory in use (page counts) at the start.
+    in_use_start_bytes: Option<u64>,
+    /// The most the job took of memory in use since ([`super::share`]).
+    in_use_taken_bytes: Option<u64>,
+    /// Its recent readings (time, rise of memory in use, own footprint), for other jobs'
+    /// footprints read a moment ago (their job files): its share is weighed as of then.
+    in_use_recent: VecDeque<(Duration, u64, u64)>,
     /// Recent (time, swap in use) observations, for the growth rate over a window.
     recent: VecDeque<(Duration, u64)>,
     /// The growth rate at the last observation, bytes per second.
@@ -37,6 +42,11 @@ pub struct Ledger {
     /// The memory limit of the last observation that had one.
     limit_bytes: Option<u64>,
 }
+
+/// How many recent readings a ledger keeps for weighing its share as of another job's
+/// older footprint, and over how long at most (a job file is at most a few seconds old).
+const IN_USE_RECENT: usize = 64;
+const IN_USE_WINDOW: Duration = Duration::from_secs(10);
 
 /// SIGKILL's number (the same on every POSIX system): what the OOM killer sends.
 const SIGKILL: i32 = 9;
@@ -66,7 +76,9 @@ impl Ledger {
             low_free_strikes: 0,
             last_t: Duration::ZERO,
             compressed_start_peak: None,
-            in_use_start_peak: None,
+            in_use_start_bytes: None,
+            in_use_taken_bytes: None,
+            in_use_recent: VecDeque::new(),
             recent: VecDeque::new(),
             rate_bytes_per_second: 0.0,
             projected_crossings: 0,
@@ -91,25 +103,20 @@ impl Ledger {
         self.free_start_percent = percent;
     }
 
-    /// How much memory in use (page counts) rose from the job's start to its highest so far.
-    pub fn in_use_rise_bytes(&self) -> Option<u64> {
-        self.in_use_start_peak
-            .map(|(start, peak)| peak.saturating_sub(start))
+    /// The most the job took so far of memory in use (page counts), bytes: its share of the
+    /// rise since its start, at least its footprint ([`super::share::taken_bytes`]).
+    pub fn in_use_taken_bytes(&self) -> Option<u64> {
+        self.in_use_taken_bytes
     }
 
     /// Memory in use (page counts) at the job's start, bytes, where the OS has it.
     pub fn in_use_start_bytes(&self) -> Option<u64> {
-        self.in_use_start_peak.map(|(start, _)| start)
+        self.in_use_start_bytes
     }
 
     /// Sets memory in use at the job's start (see [`Ledger::set_free_start_percent`]).
     pub fn set_in_use_start_bytes(&mut self, bytes: Option<u64>) {
-        self.in_use_start_peak = bytes.map(|start| {
-            let peak = self
-                .in_use_start_peak
-                .map_or(start, |(_, peak)| peak.max(start));
-            (start, peak)
-        });
+        self.in_use_start_bytes = bytes;
     }
 
     /// Swap growth now: current swap minus the start (0 if it shrank).
@@ -181,10 +188,48 @@ impl Ledger {
             *peak = (*peak).max(c);
         }
         if let Some(used) = obs.in_use_bytes {
-            let (_, peak) = self.in_use_start_peak.get_or_insert((used, used));
-            *peak = (*peak).max(used);
+            self.record_taken(obs, used);
         }
         self.rate_bytes_per_second = self.swap_rate(obs, window);
+    }
+
+    /// What the job took of memory in use (`used` now): its share of the rise, weighed
+    /// against the other jobs' growth as of when their footprints were read (its own reading
+    /// of that moment), and at least its footprint now ([`super::share`]).
+    fn record_taken(&mut self, obs: &Observation, used: u64) {
+        let start = *self.in_use_start_bytes.get_or_insert(used);
+        // The room at its start: what is not in use now, and what it and the others took since.
+        let room_start = obs.room_bytes.map_or(u64::MAX, |room| {
+            room.saturating_add(used).saturating_sub(start)
+        });
+        let own = super::share::own_bytes(obs.footprint_bytes.unwrap_or(0), room_start);
+        let rise = used.saturating_sub(start);
+        self.in_use_recent.push_back((obs.t, rise, own));
+        while self.in_use_recent.len() > IN_USE_RECENT
+            || self
+                .in_use_recent
+                .front()
+                .is_some_and(|&(t, _, _)| obs.t.saturating_sub(t) > IN_USE_WINDOW)
+        {
+            self.in_use_recent.pop_front();
+        }
+        let share = match obs.others {
+            None => super::share::taken_bytes(rise, own, 0),
+            Some(others) => {
+                let then = obs.t.saturating_sub(others.lag);
+                let (_, rise_then, own_then) = self
+                    .in_use_recent
+                    .iter()
+                    .rev()
+                    .find(|&&(t, _, _)| t <= then)
+                    .or(self.in_use_recent.front())
+                    .copied()
+                    .unwrap_or((obs.t, rise, own));
+                super::share::taken_bytes(rise_then, own_then, others.growth_bytes)
+            }
+        };
+        let taken = share.max(own);
+        self.in_use_taken_bytes = Some(self.in_use_taken_bytes.map_or(taken, |t| t.max(taken)));
     }
 
     /// The stop rules on an observation already recorded: whether to stop the job now.
@@ -321,7 +366,7 @@ impl Ledger {
             swap_start_bytes: self.swap_start_bytes,
             peak_footprint_bytes: self.peak_footprint_bytes,
             lowest_free_percent: self.lowest_free_percent,
-            in_use_rise_bytes: self.in_use_rise_bytes(),
+            in_use_taken_bytes: self.in_use_taken_bytes(),
             duration: self.last_t,
             ended,
             processes: 0,

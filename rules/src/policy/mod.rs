@@ -242,6 +242,15 @@ pub struct Observation {
     /// run's need is measured by there ([`crate::counters::SystemCounters::in_use_bytes`]).
     #[serde(default)]
     pub in_use_bytes: Option<u64>,
+    /// How much the footprints of the other jobs running grew since this job started, and
+    /// how old that word is, where known: what its share of the rise of memory in use is
+    /// weighed against ([`share`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others: Option<Others>,
+    /// The memory not in use now, where the OS counts memory in use by pages
+    /// ([`crate::counters::SystemCounters::room_bytes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room_bytes: Option<u64>,
     /// The kernel's OOM kills so far (host-wide count; Linux), where the OS has it.
     #[serde(default)]
     pub oom_kills: Option<u64>,
@@ -252,6 +261,17 @@ pub struct Observation {
     /// the peak footprint is at least this.
     #[serde(default)]
     pub kernel_peak_bytes: Option<u64>,
+}
+
+/// The other jobs beside the one judged, as one observation weighs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Others {
+    /// How much their footprints grew since the judged job started, bytes.
+    pub growth_bytes: u64,
+    /// How old the oldest of their footprints is (another guard's job file holds the one of
+    /// its last publication): the judged job's share is weighed with its own reading of
+    /// that moment, not of now ([`Ledger`] keeps its recent readings).
+    pub lag: Duration,
 }
 
 impl Observation {
@@ -265,6 +285,8 @@ impl Observation {
             footprint_bytes: None,
             compressed_bytes: system.compressed_bytes,
             in_use_bytes: system.in_use_bytes,
+            others: None,
+            room_bytes: system.in_use_bytes.map(|_| system.room_bytes()),
             oom_kills: system.oom_kills,
             limit_bytes: system.cgroup.as_ref().map(|c| c.limit_bytes),
             kernel_peak_bytes: None,
@@ -277,6 +299,7 @@ mod form;
 mod ledger;
 pub mod order;
 mod reasons;
+pub mod share;
 mod start;
 mod verdict;
 

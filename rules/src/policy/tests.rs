@@ -13,6 +13,8 @@ fn obs(t_ms: u64, swap: u64, free: f64) -> Observation {
         footprint_bytes: None,
         compressed_bytes: None,
         in_use_bytes: None,
+        others: None,
+        room_bytes: None,
         oom_kills: None,
         limit_bytes: None,
         kernel_peak_bytes: None,

@@ -22,10 +22,15 @@ pub struct Verdict {
     pub peak_footprint_bytes: Option<u64>,
     /// Lowest system free memory seen, percent.
     pub lowest_free_percent: Option<f64>,
-    /// How much the memory in use rose from the start to its highest, bytes, where the OS
-    /// counts it by pages (macOS): what the machine lost to the run in RAM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_use_rise_bytes: Option<u64>,
+    /// The most the job took of memory in use, bytes, where the OS counts it by pages
+    /// (macOS): its share of the machine's rise since its start, at least its own footprint
+    /// ([`super::share`]). What the run held in RAM.
+    #[serde(
+        default,
+        alias = "in_use_rise_bytes",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub in_use_taken_bytes: Option<u64>,
     /// How long the job ran.
     pub duration: Duration,
     /// How it ended.
