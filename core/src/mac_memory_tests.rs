@@ -581,3 +581,26 @@ fn a_third_job_waits_while_two_admitted_jobs_grow_at_once() {
     b.end();
     assert!(decide_now(&pc, &[]).is_ok());
 }
+
+#[test]
+fn the_pressure_level_follows_the_pages_as_xnu_moves_it() {
+    // Normal while RAM holds the job, warning once the compressor holds about as much as
+    // what is not compressed, and back (with xnu's hysteresis) once the job has gone. (The
+    // fake swaps before the uncompressed pages fall to critical's third.)
+    use crate::counters::PressureLevel;
+    let (reader, guard) = mac();
+    let pressure = || reader.read_system().unwrap().pressure;
+    assert_eq!(pressure(), Some(PressureLevel::Normal));
+    let mut job = Job::start(&reader, guard);
+    let mut seen = vec![PressureLevel::Normal];
+    for _ in 0..40 {
+        job.touch(2 * GIB);
+        let now = pressure().unwrap();
+        if seen.last() != Some(&now) {
+            seen.push(now);
+        }
+    }
+    assert_eq!(seen, vec![PressureLevel::Normal, PressureLevel::Warn]);
+    job.end();
+    assert_eq!(pressure(), Some(PressureLevel::Normal));
+}

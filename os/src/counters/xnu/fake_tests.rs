@@ -99,6 +99,8 @@ struct Host {
     cached: Option<Vec<u8>>,
     real_calls: u32,
     cached_calls: u32,
+    /// Every call fails (`KERN_FAILURE`), as a sandbox or a bad port would.
+    refused: bool,
 }
 
 #[derive(Debug)]
@@ -113,6 +115,8 @@ struct Table {
     boot_uuid: String,
     memory: Memory,
     host: Host,
+    /// `kern.memorystatus_vm_pressure_level` as last read ([`pages::pressure_after`]).
+    pressure: u32,
 }
 
 /// The fake Mac. pid 1 is launchd (root); the test's own processes are added with
@@ -127,6 +131,11 @@ pub struct FakeMac {
 pub const PAGE_BYTES: u64 = 16_384;
 
 impl FakeMac {
+    /// From now on `host_statistics64` fails (or answers again, `refused` false).
+    pub fn refuse_host_statistics(&self, refused: bool) {
+        self.lock().host.refused = refused;
+    }
+
     /// A Mac booted a while ago, the reader running as `viewer_uid`.
     pub fn new(viewer_uid: u32) -> Self {
         let launchd = Proc {
@@ -156,6 +165,7 @@ impl FakeMac {
                 boot_micros: 1_700_000_000_000_000,
                 boot_uuid: "6A1B2C3D-4E5F-4071-8293-A4B5C6D7E8F9".into(),
                 memory,
+                pressure: 1,
                 host: Host {
                     window_start: None,
                     calls_in_window: 0,
@@ -164,6 +174,7 @@ impl FakeMac {
                     cached: None,
                     real_calls: 0,
                     cached_calls: 0,
+                    refused: false,
                 },
             }),
             cache: Mutex::new(OncePerInterval::new()),
@@ -384,10 +395,11 @@ impl Table {
         b
     }
 
-    /// A `vm_statistics64` (REV2) of the memory now.
+    /// A `vm_statistics64` of the memory now, as xnu-11417 fills it: REV1's 38 integers
+    /// (`host.c`, `HOST_VM_INFO64_LATEST_COUNT`), whatever count is asked.
     fn vm_statistics(&self) -> Vec<u8> {
         let c = self.memory.counts();
-        let mut b = vec![0u8; vm::REV2_COUNT as usize * 4];
+        let mut b = vec![0u8; vm::REV1_COUNT as usize * 4];
         let u32s = [
             // host_statistics64 counts speculative pages in free_count.
             (vm::FREE_COUNT, c.free + c.speculative),

@@ -218,6 +218,14 @@ pub struct PageCounts {
 }
 
 impl PageCounts {
+    /// No count: `host_statistics64` did not answer.
+    pub const NONE: PageCounts = PageCounts {
+        internal: None,
+        purgeable: None,
+        wired: None,
+        compressor: None,
+    };
+
     /// The counts in `vm`.
     pub fn of(vm: &VmAnswer) -> Self {
         let count = |offset| vm.u32_at(offset).map(u64::from);
@@ -246,7 +254,9 @@ fn parse_error(what: impl Into<String>, detail: impl Into<String>) -> CounterErr
 }
 
 impl<K: Xnu> CounterSource for XnuReader<K> {
-    /// System-wide counters: sysctls plus `host_statistics64` (at most once a second).
+    /// System-wide counters: sysctls plus `host_statistics64` (at most once a second). When
+    /// `host_statistics64` fails, what the sysctls say is read all the same (swap, the level,
+    /// memory): memory in use, compressed, wired and app memory are then missing (`None`).
     fn read_system(&self) -> Result<SystemCounters> {
         let page_bytes = self.number("vm.pagesize")?;
         let mut swap = [0u8; xsw::SIZE];
@@ -255,9 +265,19 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
             .get(..len)
             .and_then(super::swap_usage)
             .ok_or_else(|| parse_error("sysctl vm.swapusage", format!("length {len}")))?;
-        let vm = self.vm_stats()?;
-        let pages = PageCounts::of(&vm);
         let bytes = |pages: Option<u64>| pages.map(|p| p.saturating_mul(page_bytes));
+        // Swap and the level come from sysctls that still answer when the page counts do
+        // not: without them, what only they say is missing (`None`; the cumulative counts 0).
+        let vm = self
+            .vm_stats()
+            .inspect_err(|e| tracing::debug!("page counts missing: {e}"))
+            .ok();
+        let pages = vm.as_ref().map_or(PageCounts::NONE, PageCounts::of);
+        let cumulative = |offset| {
+            vm.as_ref()
+                .and_then(|vm| bytes(vm.u64_at(offset)))
+                .unwrap_or(0)
+        };
         // The level is optional: a sandbox may hide it; everything else is required.
         let pressure = self
             .number("kern.memorystatus_vm_pressure_level")
@@ -278,10 +298,10 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
             wired_bytes: bytes(pages.wired),
             app_bytes: bytes(pages.app()),
             // Cumulative counters missing from a pre-REV1 answer read as 0.
-            swapped_in_bytes: bytes(vm.u64_at(vm::SWAPINS)).unwrap_or(0),
-            swapped_out_bytes: bytes(vm.u64_at(vm::SWAPOUTS)).unwrap_or(0),
-            paged_in_bytes: bytes(vm.u64_at(vm::PAGEINS)).unwrap_or(0),
-            paged_out_bytes: bytes(vm.u64_at(vm::PAGEOUTS)).unwrap_or(0),
+            swapped_in_bytes: cumulative(vm::SWAPINS),
+            swapped_out_bytes: cumulative(vm::SWAPOUTS),
+            paged_in_bytes: cumulative(vm::PAGEINS),
+            paged_out_bytes: cumulative(vm::PAGEOUTS),
             oom_kills: None,
             cgroup: None,
             cgroup_note: None,

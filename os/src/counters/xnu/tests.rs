@@ -195,3 +195,67 @@ fn procargs2_environment_ends_at_the_first_empty_string() {
     assert!(crate::counters::xnu::procargs2_env(&bare).is_empty());
     assert!(crate::counters::xnu::procargs2_env(&buf[..3]).is_empty());
 }
+
+#[test]
+fn a_failed_host_statistics_leaves_swap_and_the_level_and_says_what_is_missing() {
+    use crate::counters::CounterSource;
+    // Issue 39 §5: swap, the level and memory come from sysctls that still answer.
+    let mac = super::fake_tests::FakeMac::new(501);
+    let reader = super::reader::XnuReader::on(mac);
+    let before = reader.read_system().unwrap();
+    assert!(before.in_use_bytes.is_some());
+    reader.kernel().refuse_host_statistics(true);
+    reader.kernel().advance(std::time::Duration::from_secs(2));
+    let system = reader.read_system().unwrap();
+    assert_eq!(system.total_bytes, before.total_bytes);
+    assert_eq!(system.free_percent, before.free_percent);
+    assert_eq!(system.swap_total_bytes, before.swap_total_bytes);
+    assert_eq!(
+        system.in_use_bytes, None,
+        "what only the page counts say is missing"
+    );
+    assert_eq!(system.compressed_bytes, None);
+    reader.kernel().refuse_host_statistics(false);
+    reader.kernel().advance(std::time::Duration::from_secs(2));
+    assert!(reader.read_system().unwrap().in_use_bytes.is_some());
+}
+
+#[test]
+fn the_fake_pressure_moves_with_xnus_thresholds_and_hysteresis() {
+    use super::fake_tests::pages::{pressure_after, Counts};
+    // Pages: uncompressed is active (the rest 0); the compressor's pages beside it.
+    let counts = |active: u64, compressor: u64| Counts {
+        free: 0,
+        speculative: 0,
+        active,
+        inactive: 0,
+        wired: 0,
+        compressor,
+        internal: 0,
+        external: 0,
+        purgeable: 0,
+        level: 0,
+        swap_used_bytes: 0,
+    };
+    // (level before, uncompressed, compressor pages) -> level after. Of 100 pages the
+    // compaction threshold is 50 (warn under it), 1.2 × the unthrottle one 33 (critical
+    // under it); down: normal over 60, warning over 39.
+    let table = [
+        (1, 60, 40, 1),
+        (1, 49, 51, 2),
+        (1, 30, 70, 4),
+        (2, 55, 45, 2),
+        (2, 61, 39, 1),
+        (2, 30, 70, 4),
+        (4, 38, 62, 4),
+        (4, 45, 55, 2),
+        (4, 70, 30, 1),
+    ];
+    for (before, uncompressed, compressor, after) in table {
+        assert_eq!(
+            pressure_after(before, &counts(uncompressed, compressor)),
+            after,
+            "{before} with {uncompressed} + {compressor}"
+        );
+    }
+}

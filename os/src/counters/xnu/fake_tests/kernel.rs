@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::super::reader::{flavor, rusage, PidList, Xnu};
 use super::super::{bsdinfo, shortinfo, uniqinfo, vm, xsw, OncePerInterval, VmAnswer};
-use super::pages::Holder;
+use super::pages::{self, Holder};
 use super::{put, FakeMac, Proc, Run, PAGE_BYTES};
 use crate::counters::Result;
 use crate::error::CounterError;
@@ -40,7 +40,7 @@ fn flags(run: Run) -> u32 {
 
 impl Xnu for FakeMac {
     fn sysctl(&self, name: &str, buf: &mut [u8]) -> Result<usize> {
-        let t = self.lock();
+        let mut t = self.lock();
         let bytes: Vec<u8> = match name {
             "vm.pagesize" => (PAGE_BYTES as u32).to_ne_bytes().to_vec(),
             "hw.memsize" => (t.memory.total * PAGE_BYTES).to_ne_bytes().to_vec(),
@@ -49,7 +49,11 @@ impl Xnu for FakeMac {
                 let level = u32::try_from(t.memory.counts().level).unwrap();
                 level.to_ne_bytes().to_vec()
             }
-            "kern.memorystatus_vm_pressure_level" => 1u32.to_ne_bytes().to_vec(),
+            "kern.memorystatus_vm_pressure_level" => {
+                let level = pages::pressure_after(t.pressure, &t.memory.counts());
+                t.pressure = level;
+                level.to_ne_bytes().to_vec()
+            }
             // The bytes inside the compressor's segments: less than its pages.
             "vm.compressor_bytes_used" => {
                 let bytes = t.memory.counts().compressor * PAGE_BYTES * 3 / 4;
@@ -79,8 +83,13 @@ impl Xnu for FakeMac {
     }
 
     fn host_vm_info(&self) -> Result<VmAnswer> {
+        if self.lock().host.refused {
+            return Err(CounterError::Unsupported {
+                what: "host_statistics64 (KERN_FAILURE)".into(),
+            });
+        }
         let bytes = self.lock().host_statistics();
-        Ok(VmAnswer::new(&bytes, vm::REV2_COUNT))
+        Ok(VmAnswer::new(&bytes, vm::REV1_COUNT))
     }
 
     fn pid_info(&self, pid: u32, flavor: i32, arg: u64, buf: &mut [u8]) -> Result<usize> {

@@ -115,6 +115,33 @@ pub struct Counts {
     pub swap_used_bytes: u64,
 }
 
+/// `kern.memorystatus_vm_pressure_level` after `level` (1 normal, 2 warning, 4 critical)
+/// as xnu moves it (`vm_compressor.h`'s `VM_PRESSURE_*` macros with `vm_compressor_init`'s
+/// divisors for a Mac of more than 3 GB: minor compaction 20, swap unthrottle 35): from the
+/// pages not compressed (active, inactive, free, speculative) against all of them and the
+/// compressor's, with the macros' hysteresis on the way down. (xnu's "compressor low on
+/// space" is left out: the fake's compressor never fills.)
+pub fn pressure_after(level: u32, c: &Counts) -> u32 {
+    let uncompressed = c.active + c.inactive + c.free + c.speculative;
+    let available = uncompressed + c.compressor;
+    let compact = available * 10 / 20;
+    let unthrottle = available * 10 / 35;
+    match level {
+        1 if uncompressed < 12 * unthrottle / 10 => 4,
+        1 if uncompressed < compact => 2,
+        2 if uncompressed < 12 * unthrottle / 10 => 4,
+        2 if uncompressed > 12 * compact / 10 => 1,
+        4 if uncompressed > 14 * unthrottle / 10 => {
+            if uncompressed > 12 * compact / 10 {
+                1
+            } else {
+                2
+            }
+        }
+        level => level,
+    }
+}
+
 impl Memory {
     /// A 48 GB Apple Silicon Mac a while after boot: 3 GiB wired, 6 GiB of cached files,
     /// other apps holding 8 GiB (2 GiB of it compressed), no swap yet; about 28 GiB free.
