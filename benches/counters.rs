@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use headroom_core::counters::{CounterSource, Counters};
+use headroom_os::counters::{CounterSource, Counters};
 use sysinfo::{ProcessRefreshKind, ProcessesToUpdate, System};
 
 fn system_sample(c: &mut Criterion) {

@@ -5,13 +5,13 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use headroom_core::engine::{FinishedJob, JobMode};
-use headroom_core::fit::predict;
-use headroom_core::policy::{EndReason, Verdict};
-use headroom_core::process::ProcessIdentity;
 use headroom_core::store::{RunContext, Store};
-use headroom_core::testdata::verdict;
-use headroom_core::units::unix_ms;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
+use headroom_rules::engine::{FinishedJob, JobMode};
+use headroom_rules::fit::predict;
+use headroom_rules::policy::{EndReason, Verdict};
+use headroom_rules::testdata::verdict;
 
 fn run(i: i64, now_ms: i64) -> FinishedJob {
     FinishedJob {

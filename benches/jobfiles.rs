@@ -9,12 +9,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use headroom_core::counters::Counters;
-use headroom_core::engine::JobStatus;
 use headroom_core::jobfile::{JobFile, Listing, FINISHED_KEEP_COUNT};
-use headroom_core::policy::OnBudget;
-use headroom_core::process::ProcessIdentity;
-use headroom_core::units::unix_ms;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
+use headroom_os::counters::Counters;
+use headroom_os::process::ProcessLookup;
+use headroom_rules::engine::JobStatus;
+use headroom_rules::policy::OnBudget;
 
 fn file(pid: u32, start_time: u64, state: JobStatus) -> JobFile {
     let now_ms = unix_ms(std::time::SystemTime::now());
@@ -36,7 +37,7 @@ fn file(pid: u32, start_time: u64, state: JobStatus) -> JobFile {
         guard: None,
         members: vec![ProcessIdentity { pid, start_time }],
         unguarded: false,
-        mode: headroom_core::engine::JobMode::Guard,
+        mode: headroom_rules::engine::JobMode::Guard,
         paused_since_ms: None,
         resumed_at_ms: None,
         resumes_by_itself: false,

@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(size) = args
         .first()
-        .and_then(|s| headroom_core::units::parse_bytes(s).ok())
+        .and_then(|s| headroom_model::units::parse_bytes(s).ok())
     else {
         eprintln!("usage: hog SIZE [--children N] [--hold SECONDS]");
         return ExitCode::from(2);

@@ -14,7 +14,7 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use headroom_core::counters::{CounterSource, Counters};
+use headroom_os::counters::{CounterSource, Counters};
 use support::{hog_path, wait_until};
 
 /// The kernel's footprint of `pid` (`proc_pid_rusage`, `RUSAGE_INFO_V4`).

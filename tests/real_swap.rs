@@ -11,7 +11,7 @@ mod support;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use headroom_core::counters::{CounterSource, Counters};
+use headroom_os::counters::{CounterSource, Counters};
 use support::*;
 
 #[test]

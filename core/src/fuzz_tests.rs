@@ -12,11 +12,11 @@ use proptest::prelude::*;
 
 use crate::trace::parse_trace;
 
-/// The property tests' configuration: [`crate::testdata::fuzz_cases`] cases, nothing
+/// The property tests' configuration: [`headroom_os::testdata::fuzz_cases`] cases, nothing
 /// written to disk.
 pub(crate) fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: crate::testdata::fuzz_cases(),
+        cases: headroom_os::testdata::fuzz_cases(),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

@@ -1,5 +1,5 @@
 //! What a Mac holds, run here (issue 29): the fake Mac's page model with xnu's accounting
-//! ([`crate::counters::xnu::fake_tests::pages`]) under the macOS reader, the sampler, the
+//! ([`headroom_os::counters::xnu::fake_tests::pages`]) under the macOS reader, the sampler, the
 //! engine, a run's need, the room now, `fit`'s answer and the queue's admission, for a job
 //! that fills RAM without swapping, one that compresses, one that swaps, and two started
 //! together. The level (`kern.memorystatus_level`) is derived from the pages as xnu derives
@@ -9,25 +9,26 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::counters::xnu::fake_tests::pages::SWAP_FILE_BYTES;
-use crate::counters::xnu::fake_tests::{FakeMac, PAGE_BYTES};
-use crate::counters::xnu::reader::XnuReader;
-use crate::counters::{CounterSource, SystemCounters};
-use crate::engine::{Engine, JobMode, JobSpec, Moment};
-use crate::fit::{answer, need_of, predict, recorded, PastRun, Room, Taken};
-use crate::members::{MemberSet, Members};
-use crate::policy::share::OtherJob;
-use crate::policy::{EndReason, Limits, Verdict};
-use crate::process::ProcessIdentity;
 use crate::queue::{decide, Memory, Place};
 use crate::sampler::{read_sample, ErrorOnce};
+use headroom_model::counters::SystemCounters;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::xnu::fake_tests::pages::SWAP_FILE_BYTES;
+use headroom_os::counters::xnu::fake_tests::{FakeMac, PAGE_BYTES};
+use headroom_os::counters::xnu::reader::XnuReader;
+use headroom_os::counters::CounterSource;
+use headroom_os::members::{MemberSet, Members};
+use headroom_rules::engine::{Engine, JobMode, JobSpec, Moment};
+use headroom_rules::fit::{answer, need_of, predict, recorded, PastRun, Room, Taken};
+use headroom_rules::policy::share::OtherJob;
+use headroom_rules::policy::{EndReason, Limits, Verdict};
 
 const GIB: u64 = 1 << 30;
 const USER: u32 = 501;
 /// The free floor every "will it fit" keeps here, percent (the default's).
 /// A guard's default limits (its free floor).
-fn limits() -> crate::policy::Limits {
-    crate::policy::Limits::default()
+fn limits() -> headroom_rules::policy::Limits {
+    headroom_rules::policy::Limits::default()
 }
 
 /// A Mac with the user's guard (pid returned).
@@ -97,7 +98,7 @@ impl<'a> Job<'a> {
                 start_time: view.start_time,
             },
             footprint_bytes: view.footprint_bytes.unwrap(),
-            read_at_ms: crate::units::unix_ms(moment(self.seconds).at),
+            read_at_ms: headroom_model::units::unix_ms(moment(self.seconds).at),
         }
     }
 
@@ -154,10 +155,10 @@ fn room(reader: &XnuReader<FakeMac>) -> Room {
 
 /// The room as the level alone said it (the rule before issue 29): free percent × memory.
 fn room_by_level(system: &SystemCounters) -> u64 {
-    crate::units::percent_of_bytes(system.free_percent, system.total_bytes)
+    headroom_model::units::percent_of_bytes(system.free_percent, system.total_bytes)
 }
 
-fn one_run(need_bytes: u64) -> crate::fit::Prediction {
+fn one_run(need_bytes: u64) -> headroom_rules::fit::Prediction {
     predict(&[PastRun {
         need_bytes,
         age: Duration::from_secs(3600),
@@ -396,12 +397,12 @@ fn the_level_is_a_share_of_usable_memory_and_compressed_is_the_compressors_pages
     assert_eq!(system.level_base_bytes(), usable);
     assert_eq!(
         system.percent_bytes(system.free_percent),
-        crate::units::percent_of_bytes(system.free_percent, usable)
+        headroom_model::units::percent_of_bytes(system.free_percent, usable)
     );
     let c = reader.kernel().memory(|m| m.counts());
     assert_eq!(system.compressed_bytes, Some(c.compressor * PAGE_BYTES));
     let mut sysctl = [0u8; 8];
-    let len = crate::counters::xnu::reader::Xnu::sysctl(
+    let len = headroom_os::counters::xnu::reader::Xnu::sysctl(
         reader.kernel(),
         "vm.compressor_bytes_used",
         &mut sysctl,
@@ -587,7 +588,7 @@ fn the_pressure_level_follows_the_pages_as_xnu_moves_it() {
     // Normal while RAM holds the job, warning once the compressor holds about as much as
     // what is not compressed, and back (with xnu's hysteresis) once the job has gone. (The
     // fake swaps before the uncompressed pages fall to critical's third.)
-    use crate::counters::PressureLevel;
+    use headroom_model::counters::PressureLevel;
     let (reader, guard) = mac();
     let pressure = || reader.read_system().unwrap().pressure;
     assert_eq!(pressure(), Some(PressureLevel::Normal));

@@ -6,14 +6,14 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
-use crate::counters::{PressureLevel, SystemCounters};
 use crate::drive::{Input, Step};
-use crate::engine::{Engine, Moment, FINISHED_KEEP};
-use crate::fit::Room;
 use crate::history::{History, Metric, METRICS};
 use crate::sampler::Sample;
-use crate::units::format_bytes_short;
-use crate::units::unix_ms;
+use headroom_model::counters::{PressureLevel, SystemCounters};
+use headroom_model::units::format_bytes_short;
+use headroom_model::units::unix_ms;
+use headroom_rules::engine::{Engine, Moment, FINISHED_KEEP};
+use headroom_rules::fit::Room;
 
 /// Swap counts as growing when it rose more than this over the last minute.
 pub const GROWING_THRESHOLD_BYTES: u64 = 1 << 20;
@@ -118,7 +118,7 @@ impl Monitor {
 
     /// The room a new job guarded under `limits` has now ([`Room::for_guard`]), from
     /// the latest reading; `None` before the first.
-    pub fn room(&self, limits: &crate::policy::Limits) -> Option<Room> {
+    pub fn room(&self, limits: &headroom_rules::policy::Limits) -> Option<Room> {
         Some(Room::for_guard(self.last_system()?, limits))
     }
 
@@ -178,7 +178,7 @@ impl Monitor {
     /// Every job's stage starts, labelled with the swap each added past the job's
     /// tolerance: (label, ms since the epoch) for the chart.
     fn stage_marks(&self) -> Vec<(String, i64)> {
-        let tolerance = crate::policy::Limits::default().fits_tolerance_bytes;
+        let tolerance = headroom_rules::policy::Limits::default().fits_tolerance_bytes;
         let mut marks = Vec::new();
         for job in self.jobs.views() {
             let tolerance = job
@@ -207,23 +207,23 @@ mod tests {
                 + Duration::from_secs(1_700_000_000)
                 + Duration::from_millis(seq * 500),
             since_start: Duration::from_millis(seq * 500),
-            system: Some(crate::testdata::system_counters(swap, 38.2)),
+            system: Some(headroom_model::testdata::system_counters(swap, 38.2)),
             tracked: Vec::new(),
             error: None,
         }
     }
 
-    fn watch_spec(command: &str) -> crate::engine::JobSpec {
-        crate::engine::JobSpec::new(
+    fn watch_spec(command: &str) -> headroom_rules::engine::JobSpec {
+        headroom_rules::engine::JobSpec::new(
             command.into(),
-            crate::engine::JobMode::Watch,
-            crate::policy::Limits::default(),
+            headroom_rules::engine::JobMode::Watch,
+            headroom_rules::policy::Limits::default(),
             Duration::from_millis(500),
         )
     }
 
-    fn moment(at: SystemTime) -> crate::engine::Moment {
-        crate::engine::Moment {
+    fn moment(at: SystemTime) -> headroom_rules::engine::Moment {
+        headroom_rules::engine::Moment {
             at,
             clock: Duration::ZERO,
         }
@@ -266,8 +266,8 @@ mod tests {
 
     #[test]
     fn chart_marks_the_stages_of_a_watched_job() {
-        use crate::members::JobIds;
-        use crate::process::ProcessIdentity;
+        use headroom_model::members::JobIds;
+        use headroom_model::process::ProcessIdentity;
         let mut m = Monitor::default();
         // The job's start is wall-clock time: so are these samples'.
         let t0 = SystemTime::now() - Duration::from_secs(50);
@@ -307,9 +307,9 @@ mod tests {
 
     #[test]
     fn an_ended_job_leaves_the_list_after_finished_keep() {
-        use crate::members::JobIds;
-        use crate::process::ProcessIdentity;
         use crate::sampler::TrackedSample;
+        use headroom_model::members::JobIds;
+        use headroom_model::process::ProcessIdentity;
         let mut m = Monitor::default();
         let id = ProcessIdentity {
             pid: 4343,

@@ -1,6 +1,6 @@
 //! Other guards' jobs ("peers") on this machine, for the pause order
-//! ([`crate::policy::order`] has its rules) and, where memory is counted by pages (macOS),
-//! for each job's share of memory in use ([`crate::policy::share`]), in one place for every
+//! ([`headroom_rules::policy::order`] has its rules) and, where memory is counted by pages (macOS),
+//! for each job's share of memory in use ([`headroom_rules::policy::share`]), in one place for every
 //! driver: where peers are
 //! listed ([`PeerSource`]; `crate::jobfile::PeerFiles` reads their job files and says which
 //! jobs take part, `PeerFiles::for_job`), a [`PeerBoard`] that reads them at most every [`PEERS_EVERY`] (a guard's driver,
@@ -9,11 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::effects::Control;
 use crate::marks::{send_control, socket_path, Sent};
-use crate::paths::Dirs;
-use crate::policy::order::{Peer, PeerAt};
-use crate::policy::share::OtherJob;
+use headroom_model::effects::Control;
+use headroom_os::paths::Dirs;
+use headroom_rules::policy::order::{Peer, PeerAt};
+use headroom_rules::policy::share::OtherJob;
 
 /// How often the job files are read again for the pause order (a guard's own file is
 /// written at once when its job pauses or resumes).

@@ -10,8 +10,8 @@
 
 use serde::Serialize;
 
-use crate::stages::{Reading, StageFigures, StageTracker};
 use crate::trace::{SampleRecord, Trace};
+use headroom_rules::stages::{Reading, StageFigures, StageTracker};
 
 /// Name of the implicit stage before the first `stage` event.
 pub const FIRST_STAGE: &str = "setup";
@@ -43,11 +43,11 @@ pub struct Summary {
     /// Lowest free memory, percent.
     pub lowest_level_percent: f64,
     /// How much the memory in use rose from the first sample to its highest, where the
-    /// samples carry it (Headroom's Mac traces; see [`crate::fit`]).
+    /// samples carry it (Headroom's Mac traces; see [`headroom_rules::fit`]).
     pub in_use_rise_bytes: Option<u64>,
     /// What the job took of memory in use, where the samples carry it: the rise at each
     /// sample, at least the job's footprint then up to the room at its start
-    /// ([`crate::policy::share`]; a trace does not say what other jobs ran beside it, so the
+    /// ([`headroom_rules::policy::share`]; a trace does not say what other jobs ran beside it, so the
     /// rise is the job's whole).
     pub in_use_taken_bytes: Option<u64>,
     /// `t` of the last sample, seconds.
@@ -55,7 +55,7 @@ pub struct Summary {
     /// Per-stage peaks, in the order stages began (empty without stage events).
     pub stages: Vec<StagePeak>,
     /// Which stage grew swap: per-stage swap growth, cumulative growth, peak footprint and
-    /// lowest free %, from the stage events' own times (`crate::stages`); empty without
+    /// lowest free %, from the stage events' own times (`headroom_rules::stages`); empty without
     /// stage events.
     pub stage_swap: Vec<StageFigures>,
     /// Read errors recorded in the trace.
@@ -67,7 +67,7 @@ pub struct Summary {
 }
 
 /// What the job of `trace` took of memory in use (`start` in use at its first sample): the
-/// highest of [`crate::policy::share::taken_bytes`] over its samples, alone on the machine.
+/// highest of [`headroom_rules::policy::share::taken_bytes`] over its samples, alone on the machine.
 fn in_use_taken(trace: &Trace, samples: &[&SampleRecord], start: u64) -> u64 {
     // The room at its start, where the trace says what memory the kernel hands out.
     let usable = trace.start.as_ref().and_then(|m| {
@@ -80,8 +80,8 @@ fn in_use_taken(trace: &Trace, samples: &[&SampleRecord], start: u64) -> u64 {
         .iter()
         .filter_map(|s| {
             let rise = s.in_use?.saturating_sub(start);
-            let own = crate::policy::share::own_bytes(s.footprint, room_start);
-            Some(crate::policy::share::taken_bytes(rise, own, 0))
+            let own = headroom_rules::policy::share::own_bytes(s.footprint, room_start);
+            Some(headroom_rules::policy::share::taken_bytes(rise, own, 0))
         })
         .max()
         .unwrap_or(0)

@@ -25,21 +25,24 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use crate::counters::{Counters, JobCgroup, RunState};
 use crate::drive::Input;
-use crate::effects::{Control, JobSignal, SignalReport};
-use crate::enforce::{signal_job, Safety, KILL_WAIT};
-use crate::engine::{
+use crate::jobfile::{JobFile, MAX_LISTED_MEMBERS};
+use crate::sampler::InlineSampler;
+use headroom_model::counters::{JobCgroup, RunState};
+use headroom_model::effects::KILL_WAIT;
+use headroom_model::effects::{Control, JobSignal, SignalReport};
+use headroom_model::members::Member;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
+use headroom_os::counters::Counters;
+use headroom_os::enforce::{signal_job, Safety};
+use headroom_os::members::{MemberSet, Members};
+use headroom_os::unix::signals::Kernel;
+use headroom_rules::engine::{
     carry_out, Effects, Engine, JobMode, JobSpec, JobStatus, Moment, RequestError, SavedJob,
     PAUSE_SETTLE, STOP_CHECK,
 };
-use crate::jobfile::{JobFile, MAX_LISTED_MEMBERS};
-use crate::members::{Member, MemberSet, Members};
-use crate::policy::{EndReason, JobEvent, Limits, Survivor};
-use crate::process::ProcessIdentity;
-use crate::sampler::InlineSampler;
-use crate::units::unix_ms;
-use crate::unix::signals::Kernel;
+use headroom_rules::policy::{EndReason, JobEvent, Limits, Survivor};
 
 /// What a request on a job whose guard is gone did, verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -335,7 +338,7 @@ impl<'a> Taking<'a> {
 /// not.
 fn remove_cgroup(cgroup: &JobCgroup) -> Option<String> {
     #[cfg(target_os = "linux")]
-    if !crate::unix::cgroup::remove(cgroup, crate::unix::cgroup::REMOVE_WAIT) {
+    if !headroom_os::unix::cgroup::remove(cgroup, headroom_os::unix::cgroup::REMOVE_WAIT) {
         return Some(format!("cannot remove its cgroup {}", cgroup.path));
     }
     #[cfg(not(target_os = "linux"))]

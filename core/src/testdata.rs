@@ -1,11 +1,9 @@
-//! Synthetic data shared by tests and benchmarks (not part of the API): a day of history,
-//! and the lower layers' (`headroom_rules::testdata`) under the same name.
+//! A day of history for tests and benchmarks (compiled for tests and with the `testdata`
+//! feature only).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::history::{History, METRICS};
-
-pub use headroom_rules::testdata::{fuzz_cases, moved_aside, system_counters, verdict};
 
 const GIB: f64 = (1u64 << 30) as f64;
 

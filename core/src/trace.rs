@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::units::{bounded_bytes, bounded_percent, bounded_seconds};
+use headroom_model::units::{bounded_bytes, bounded_percent, bounded_seconds};
 
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,7 +111,7 @@ pub struct SampleRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_peak: Option<u64>,
     /// A look the guard aimed at the crossing between two regular checks (Headroom's; see
-    /// `crate::policy::aim`): written only when true.
+    /// `headroom_rules::policy::aim`): written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aimed: bool,
 }
@@ -258,7 +258,7 @@ pub struct Trace {
 
 impl Trace {
     /// The interval of the `start` record (checked by the reader: more than 0, at most
-    /// [`crate::units::MAX_SECONDS`]), or `default` without one.
+    /// [`headroom_model::units::MAX_SECONDS`]), or `default` without one.
     pub fn interval(&self, default: Duration) -> Duration {
         self.start
             .as_ref()
@@ -337,10 +337,10 @@ pub fn parse_trace(mut reader: impl BufRead, path: &Path) -> Result<Trace, Trace
     Ok(trace)
 }
 
-/// Every number a record holds, bounded in this one place ([`crate::units`]' bounds): times
-/// and the interval are seconds a run can have (0 to [`crate::units::MAX_SECONDS`]; an
+/// Every number a record holds, bounded in this one place ([`headroom_model::units`]' bounds): times
+/// and the interval are seconds a run can have (0 to [`headroom_model::units::MAX_SECONDS`]; an
 /// interval more than 0), `level` a percentage, byte figures at most what a machine can
-/// have ([`crate::units::MAX_BYTES`]). The error names the field.
+/// have ([`headroom_model::units::MAX_BYTES`]). The error names the field.
 fn check_record(record: &Record) -> Result<(), String> {
     let named =
         |field: &str, result: Result<(), String>| result.map_err(|why| format!("{field}: {why}"));

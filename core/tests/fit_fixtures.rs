@@ -1,5 +1,5 @@
 //! What a run needs and whether it fits, on the recorded Mac traces as past runs: each
-//! fixture predicts itself, and each needs what its rule says (`headroom_core::fit`, read
+//! fixture predicts itself, and each needs what its rule says (`headroom_rules::fit`, read
 //! through `trace::read_trace`).
 
 // A panic is a failed test: tests may unwrap.
@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use headroom_core::fit::{answer, need_of, predict, PastRun, Room, Taken};
-use headroom_core::policy::{EndReason, Verdict};
-use headroom_core::testdata::verdict;
+use headroom_rules::fit::{answer, need_of, predict, PastRun, Room, Taken};
+use headroom_rules::policy::{EndReason, Verdict};
+use headroom_rules::testdata::verdict;
 
 const GIB: u64 = 1 << 30;
 const HOUR: Duration = Duration::from_secs(3600);

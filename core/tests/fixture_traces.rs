@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use headroom_core::drive::{replay, Replay};
-use headroom_core::engine::{JobMode, JobSpec};
-use headroom_core::policy::{Limits, StopReason};
 use headroom_core::summary::summarize;
 use headroom_core::trace::read_trace;
+use headroom_rules::engine::{JobMode, JobSpec};
+use headroom_rules::policy::{Limits, StopReason};
 use serde_json::Value;
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -235,7 +235,7 @@ fn per_stage_swap_growth_matches_the_raw_samples() {
     assert!(with_growth > 0, "some stage of the real traces grew swap");
 }
 
-/// The free floor's default (`--kill-free`, [`headroom_core::defaults::KILL_FREE_PERCENT`])
+/// The free floor's default (`--kill-free`, [`headroom_rules::defaults::KILL_FREE_PERCENT`])
 /// checked against every recorded run: when did free memory (`kern.memorystatus_level`)
 /// first fall under it, and what had swap done by then. A floor must never stop a run that
 /// fits; in these runs it is a last resort, under the swap budget ("What free % means on a
@@ -243,7 +243,7 @@ fn per_stage_swap_growth_matches_the_raw_samples() {
 /// pressure level, so no pressure floor can be checked against them.
 #[test]
 fn the_free_floor_never_fires_on_a_run_that_fits() {
-    use headroom_core::defaults::{FITS_TOLERANCE_BYTES, KILL_FREE_PERCENT};
+    use headroom_rules::defaults::{FITS_TOLERANCE_BYTES, KILL_FREE_PERCENT};
     let mut traces: Vec<PathBuf> = Vec::new();
     let mut folders = vec![fixtures()];
     while let Some(dir) = folders.pop() {

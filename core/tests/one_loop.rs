@@ -11,16 +11,16 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use headroom_core::counters::{RunState, SystemCounters};
 use headroom_core::drive::{check_due, drive, replay, DriverEffects, Input, Source};
-use headroom_core::effects::{JobSignal, SignalReport};
-use headroom_core::engine::{carry_out, Effects, Engine, JobMode, JobSpec, JobView, Moment};
-use headroom_core::members::{JobIds, Member};
 use headroom_core::monitor::Monitor;
-use headroom_core::policy::{EndReason, JobEvent, Limits, StopReason};
-use headroom_core::process::{ProcessIdentity, TreeMemory};
 use headroom_core::sampler::{Sample, TrackedSample};
 use headroom_core::trace::{read_trace, Trace};
+use headroom_model::counters::{RunState, SystemCounters};
+use headroom_model::effects::{JobSignal, SignalReport};
+use headroom_model::members::{JobIds, Member};
+use headroom_model::process::{ProcessIdentity, TreeMemory};
+use headroom_rules::engine::{carry_out, Effects, Engine, JobMode, JobSpec, JobView, Moment};
+use headroom_rules::policy::{EndReason, JobEvent, Limits, StopReason};
 
 const LEADER: ProcessIdentity = ProcessIdentity {
     pid: 4242,

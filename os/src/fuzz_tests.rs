@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 
-use crate::units::{format_bytes, parse_bytes, parse_duration, parse_percent};
+use headroom_model::units::{format_bytes, parse_bytes, parse_duration, parse_percent};
 
 /// The property tests' configuration: [`crate::testdata::fuzz_cases`] cases, nothing
 /// written to disk.

@@ -4,14 +4,13 @@
 //! macOS), sends signals and reads processes ([`unix`]), names a process by its (pid, start
 //! time) identity and reads its memory ([`process`]), follows who belongs to a job
 //! ([`members`]), lists processes for the app ([`process_list`]), stops and pauses them under
-//! the safety rules ([`enforce`], reporting through [`effects`]) and knows where files live
-//! ([`paths`]). [`units`] and [`error`] are the plain types every layer above shares.
+//! the safety rules ([`enforce`], reporting through `headroom_model::effects`) and knows where files live
+//! ([`paths`]). The data it fills is `headroom-model`'s.
 //!
 //! The boundary, kept by the compiler: `libc` and `mach2` are dependencies of this crate
 //! only, and every crate above it forbids `unsafe`. `ARCHITECTURE.md` is the map.
 
 pub mod counters;
-pub mod effects;
 #[cfg(unix)]
 pub mod enforce;
 pub mod error;
@@ -19,9 +18,8 @@ pub mod members;
 pub mod paths;
 pub mod process;
 pub mod process_list;
-#[doc(hidden)]
+#[cfg(any(test, feature = "testdata"))]
 pub mod testdata;
-pub mod units;
 #[cfg(unix)]
 pub mod unix;
 

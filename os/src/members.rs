@@ -26,23 +26,14 @@
 //! (running, stopped) and sums their memory. Every read is complete and fresh: the members
 //! and states a tick reports are what a stop or a pause is verified against.
 
+use headroom_model::members::{JobIds, Member};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use serde::Serialize;
-
-use crate::counters::{CounterSource, JobCgroup, JobCgroupState, ProcessState, Result, RunState};
-use crate::process::{ProcessIdentity, TreeMemory};
+use crate::counters::{CounterSource, Result};
 use crate::unix::exits::{ExitWatch, ExitWatches};
-
-/// One live member of a job, as last looked at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct Member {
-    /// Who it is.
-    pub id: ProcessIdentity,
-    /// What it was doing (never [`RunState::Dead`]: a dead member is no member).
-    pub state: RunState,
-}
+use headroom_model::counters::{JobCgroup, JobCgroupState, ProcessState, RunState};
+use headroom_model::process::{ProcessIdentity, TreeMemory};
 
 /// The processes of one job.
 #[derive(Debug, Clone)]
@@ -147,7 +138,7 @@ impl Members {
         format!("{}.{}", guard.pid, guard.start_time)
     }
 
-    /// The job's command carries `mark` in its environment ([`crate::counters::JOB_MARK_ENV`]):
+    /// The job's command carries `mark` in its environment ([`headroom_model::counters::JOB_MARK_ENV`]):
     /// where the OS tracks lineage, a process started after the job that carries it is a
     /// member, however it was re-parented.
     pub fn with_mark(mut self, mark: String) -> Self {
@@ -505,24 +496,6 @@ fn state_watched(
     (state, watch.filter(|w| alive && !w.exited()))
 }
 
-/// Who a job is, as plain ids: the process it is named by and the cgroup Headroom made for
-/// it, if any. What the job engine keeps of a job (`headroom_rules::engine`): the
-/// [`MemberSet`] that follows its processes stays with whoever samples them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobIds {
-    /// The process the job is named by.
-    pub root: ProcessIdentity,
-    /// Its own cgroup (see [`Members::in_cgroup`]).
-    pub cgroup: Option<JobCgroup>,
-}
-
-impl JobIds {
-    /// A job named by `root`, without a cgroup of its own.
-    pub fn of_process(root: ProcessIdentity) -> Self {
-        JobIds { root, cgroup: None }
-    }
-}
-
 /// Looks at a job in one refresh at most (see [`Members::refresh`]).
 const REFRESH_ATTEMPTS: usize = 3;
 
@@ -626,6 +599,7 @@ impl MemberSet {
 #[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
 mod tests {
     use super::*;
+    use crate::process::ProcessLookup;
     use std::process::Command;
     use std::time::Duration;
 

@@ -4,22 +4,27 @@
 //! (the sampler's tracked list, guards) keeps a [`ProcessIdentity`] and re-checks it before
 //! acting.
 
-use serde::{Deserialize, Serialize};
+use crate::counters::{CounterSource, Result};
+use headroom_model::process::ProcessIdentity;
 
-use crate::counters::{CounterSource, ProcessMemory, Result};
-
-/// A process, identified so that a recycled pid never matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ProcessIdentity {
-    /// Process id.
-    pub pid: u32,
-    /// The OS's start-time token (see [`crate::counters::ProcessInfo::start_time`]).
-    pub start_time: u64,
+/// What the OS says of a [`ProcessIdentity`]: who runs under a pid, and whether an identity
+/// still lives. (Bring it into scope to call `ProcessIdentity::of`, `alive`, `is_alive`.)
+pub trait ProcessLookup: Sized {
+    /// Reads the identity of the running process `pid`.
+    fn of(counters: &impl CounterSource, pid: u32) -> Result<Self>;
+    /// Whether this exact process (same pid and start time) still exists: `Ok(false)` when
+    /// it exited or its pid now names another process, an error when the OS would not say.
+    /// One cheap read (Linux `/proc/PID/stat`, macOS `PROC_PIDTBSDINFO`).
+    fn alive(&self, counters: &impl CounterSource) -> Result<bool>;
+    /// True while this exact process still exists. A failed read counts as alive: only a
+    /// process known to be gone is gone.
+    fn is_alive(&self, counters: &impl CounterSource) -> bool {
+        self.alive(counters).unwrap_or(true)
+    }
 }
 
-impl ProcessIdentity {
-    /// Reads the identity of the running process `pid`.
-    pub fn of(counters: &impl CounterSource, pid: u32) -> Result<Self> {
+impl ProcessLookup for ProcessIdentity {
+    fn of(counters: &impl CounterSource, pid: u32) -> Result<Self> {
         let info = counters.process_info(pid)?;
         Ok(ProcessIdentity {
             pid,
@@ -27,48 +32,12 @@ impl ProcessIdentity {
         })
     }
 
-    /// Whether this exact process (same pid and start time) still exists: `Ok(false)` when
-    /// it exited or its pid now names another process, an error when the OS would not say.
-    /// One cheap read (Linux `/proc/PID/stat`, macOS `PROC_PIDTBSDINFO`).
-    pub fn alive(&self, counters: &impl CounterSource) -> Result<bool> {
+    fn alive(&self, counters: &impl CounterSource) -> Result<bool> {
         match counters.start_time(self.pid) {
             Ok(start_time) => Ok(start_time == self.start_time),
             Err(e) if e.is_gone() => Ok(false),
             Err(e) => Err(e),
         }
-    }
-
-    /// True while this exact process still exists. A failed read counts as alive: only a
-    /// process known to be gone is gone.
-    pub fn is_alive(&self, counters: &impl CounterSource) -> bool {
-        self.alive(counters).unwrap_or(true)
-    }
-}
-
-/// Memory of a process and all its descendants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct TreeMemory {
-    /// The root process.
-    pub pid: u32,
-    /// Sum of footprints.
-    pub footprint_bytes: u64,
-    /// Sum of resident sizes.
-    pub resident_bytes: u64,
-    /// Sum of per-process swap, where the OS reports it.
-    pub swap_bytes: Option<u64>,
-    /// How many processes were summed.
-    pub processes: u32,
-}
-
-impl TreeMemory {
-    /// Adds one process's numbers.
-    pub fn add(&mut self, m: &ProcessMemory) {
-        self.footprint_bytes += m.footprint_bytes;
-        self.resident_bytes += m.resident_bytes;
-        if let Some(swap) = m.swap_bytes {
-            *self.swap_bytes.get_or_insert(0) += swap;
-        }
-        self.processes += 1;
     }
 }
 

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::counters::{CounterSource, Counters, FootprintRow, Result};
+use crate::counters::{CounterSource, Counters, Result};
+use headroom_model::counters::FootprintRow;
 
 /// One row of the list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,7 +87,7 @@ fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::ProcessMemory;
+    use headroom_model::counters::ProcessMemory;
 
     fn row(pid: u32, name: &str, footprint_bytes: u64) -> FootprintRow {
         FootprintRow {

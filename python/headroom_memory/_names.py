@@ -1,4 +1,4 @@
-"""Stage names, checked as the guard checks them (``headroom_core::stages::check_name``):
+"""Stage names, checked as the guard checks them (``headroom_rules::stages::check_name``):
 text, not empty once trimmed, at most 200 bytes of UTF-8, no control characters."""
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ pub const METRICS_ADDRESS: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOC
 pub mod text {
     use std::time::Duration;
 
-    use crate::units::{duration_text, size_text};
+    use headroom_model::units::{duration_text, size_text};
 
     /// A size: `8G`, `512M`.
     pub fn size(bytes: u64) -> String {
@@ -83,7 +83,7 @@ pub fn page() -> Vec<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::{parse_bytes, parse_duration};
+    use headroom_model::units::{parse_bytes, parse_duration};
 
     #[test]
     fn the_text_forms_read_back_as_the_values() {

@@ -50,8 +50,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::counters::SystemCounters;
 use crate::policy::{EndReason, Limits, Verdict};
+use headroom_model::counters::SystemCounters;
 
 /// The margin on the need.
 pub const MARGIN: f64 = 1.15;
@@ -87,7 +87,7 @@ fn program_name(path: &str) -> String {
 /// A key as someone typed it (`--key`, `history KEY`, `history import --key`, the app's
 /// Guard form): trimmed, `None` when nothing is left. Every entry point of a typed key goes
 /// through this one function, so a key is the same key wherever it is typed. (Printed, a
-/// key goes through [`crate::units::printable`]: it may hold any character.)
+/// key goes through [`headroom_model::units::printable`]: it may hold any character.)
 pub fn typed_key(text: &str) -> Option<String> {
     let key = text.trim();
     (!key.is_empty()).then(|| key.to_string())
@@ -221,14 +221,14 @@ impl Taken {
 /// its peak footprint, the footprint counted up to what stayed available at its lowest.
 pub fn recorded(verdict: &Verdict, base_bytes: u64, free_start_percent: f64) -> u64 {
     if verdict.swap_growth_bytes > verdict.fits_tolerance_bytes {
-        return crate::units::percent_of_bytes(free_start_percent, base_bytes);
+        return headroom_model::units::percent_of_bytes(free_start_percent, base_bytes);
     }
     let lowest = verdict
         .lowest_free_percent
         .unwrap_or(free_start_percent)
         .min(free_start_percent);
-    let drop = crate::units::percent_of_bytes(free_start_percent - lowest, base_bytes);
-    let available_at_lowest = crate::units::percent_of_bytes(lowest, base_bytes);
+    let drop = headroom_model::units::percent_of_bytes(free_start_percent - lowest, base_bytes);
+    let available_at_lowest = headroom_model::units::percent_of_bytes(lowest, base_bytes);
     let resident = verdict
         .peak_footprint_bytes
         .unwrap_or(0)
@@ -362,7 +362,10 @@ impl Room {
     pub fn on_machine(free_bytes: u64, total_bytes: u64, limits: &Limits) -> Self {
         Room {
             free_bytes,
-            floor_bytes: crate::units::percent_of_bytes(limits.kill_free_percent, total_bytes),
+            floor_bytes: headroom_model::units::percent_of_bytes(
+                limits.kill_free_percent,
+                total_bytes,
+            ),
         }
     }
 

@@ -6,11 +6,11 @@
 //! the job engine ([`engine`]) that takes one tick's readings ([`sample`]), requests and
 //! marks and answers with actions, each verified by the readings after it. Every function
 //! here takes its readings and its time as arguments; a job is plain ids
-//! (`headroom_os::members::JobIds`), never a handle that reads processes.
+//! (`headroom_model::members::JobIds`), never a handle that reads processes.
 //!
-//! The boundary, kept by the compiler: this crate depends on `headroom-os` for its plain
-//! types only (counters, identities, units) and forbids `unsafe`; it has no `libc`, no
-//! SQLite, no clock of its own. `scripts/check-modules` keeps what a crate boundary cannot
+//! The boundary, kept by the compiler: below this crate is `headroom-model` alone (plain
+//! data: units, counters' values, identities), so nothing here can name the OS; it forbids
+//! `unsafe` and has no `libc`, no SQLite, no clock of its own. `scripts/check-modules` keeps what a crate boundary cannot
 //! say: no file, clock, counter read or signal called from here. `ARCHITECTURE.md` is the
 //! map.
 
@@ -22,10 +22,5 @@ pub mod fit;
 pub mod policy;
 pub mod sample;
 pub mod stages;
-#[doc(hidden)]
+#[cfg(any(test, feature = "testdata"))]
 pub mod testdata;
-
-// The OS layer's plain types, under the names the rules use (`crate::units`, ...).
-#[cfg(unix)]
-use headroom_os::enforce;
-use headroom_os::{counters, effects, members, process, units};

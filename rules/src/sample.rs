@@ -7,10 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::counters::SystemCounters;
-use crate::members::Member;
 use crate::policy::Observation;
-use crate::process::{ProcessIdentity, TreeMemory};
+use headroom_model::counters::SystemCounters;
+use headroom_model::members::Member;
+use headroom_model::process::{ProcessIdentity, TreeMemory};
 
 /// One tick's readings.
 #[derive(Debug, Clone, Serialize)]
@@ -38,7 +38,7 @@ pub struct Sample {
 /// A tracked job at one tick.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrackedSample {
-    /// The process the job is named by (its root, [`crate::members::JobIds::root`]).
+    /// The process the job is named by (its root, [`headroom_model::members::JobIds::root`]).
     pub identity: ProcessIdentity,
     /// Memory of its live members; `None` once no member lives.
     pub memory: Option<TreeMemory>,

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::{bounded_bytes, bounded_seconds};
+use headroom_model::units::{bounded_bytes, bounded_seconds};
 
 /// The figures of one stage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ impl StageFigures {
             format!(
                 "{} {}",
                 self.stage,
-                crate::units::format_delta_bytes(growth)
+                headroom_model::units::format_delta_bytes(growth)
             )
         } else {
             self.stage.clone()
@@ -119,7 +119,7 @@ impl Reported {
         for text in [&self.name, &self.stage, &self.note].into_iter().flatten() {
             check_name(text)?;
         }
-        // The bounds a trace's reader holds its `event` lines to (`crate::units`): what the
+        // The bounds a trace's reader holds its `event` lines to (`headroom_model::units`): what the
         // guard writes from a report, its own readers read.
         if let Some(seconds) = self.seconds {
             bounded_seconds(seconds).map_err(|why| format!("an event's seconds: {why}"))?;

@@ -1,9 +1,7 @@
-//! Synthetic data shared by tests (not part of the API): the OS layer's
-//! (`headroom_os::testdata`) under the same name, and a run's verdict.
+//! A run's verdict for tests and benchmarks (compiled for tests and with the `testdata`
+//! feature only).
 
 use std::time::Duration;
-
-pub use headroom_os::testdata::*;
 
 use crate::policy::{EndReason, Verdict};
 

@@ -9,10 +9,9 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use headroom_core::counters::{PressureLevel, SystemCounters};
-use headroom_core::engine::JobView;
-use headroom_core::jobfile::JobFile;
-use headroom_core::policy::{EndReason, StopReason, Verdict};
+use headroom_model::counters::{PressureLevel, SystemCounters};
+use headroom_rules::engine::JobView;
+use headroom_rules::policy::{EndReason, StopReason, Verdict};
 
 use crate::exposition::{render, Family, Format, Kind, Sample};
 
@@ -64,20 +63,6 @@ impl JobMetric {
             peak_footprint_bytes: v.peak_footprint_bytes,
             lowest_free_percent: v.verdict.as_ref().and_then(|v| v.lowest_free_percent),
             verdict: v.verdict.clone(),
-        }
-    }
-
-    /// A job of `headroom guard` in a terminal, from its job file.
-    pub fn from_file(f: &JobFile) -> JobMetric {
-        JobMetric {
-            key: format!("cli-{}-{}", f.pid, f.start_time),
-            job: f.pid.to_string(),
-            command: f.command.clone(),
-            state: f.state_word(),
-            swap_growth_bytes: f.swap_growth_bytes,
-            peak_footprint_bytes: f.peak_footprint_bytes,
-            lowest_free_percent: f.verdict.as_ref().and_then(|v| v.lowest_free_percent),
-            verdict: f.verdict.clone(),
         }
     }
 }

@@ -14,7 +14,7 @@ use headroom_serve::{start, Metrics, MetricsHandle, Running, ServerConfig};
 fn server(cfg: impl FnOnce(&mut ServerConfig)) -> (Running, Metrics) {
     let mut metrics = Metrics::new(MetricsHandle::default());
     metrics.update(
-        Some(&headroom_core::testdata::system_counters(3 << 30, 38.0)),
+        Some(&headroom_model::testdata::system_counters(3 << 30, 38.0)),
         Instant::now(),
         Vec::new(),
     );

@@ -23,7 +23,7 @@ pub fn transient(exe: &Path, read_only: bool) -> bool {
 /// [`transient`] for `exe` on this machine (its volume asked; one that cannot be asked is
 /// taken as a lasting one).
 pub fn is_transient(exe: &Path) -> bool {
-    let read_only = headroom_core::unix::volume::is_read_only(exe).unwrap_or(false);
+    let read_only = headroom_os::unix::volume::is_read_only(exe).unwrap_or(false);
     transient(exe, read_only)
 }
 

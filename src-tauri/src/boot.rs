@@ -7,15 +7,16 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::Context;
-use headroom_core::counters::{CounterSource, Counters};
-use headroom_core::enforce::Safety;
-use headroom_core::members::{MemberSet, Members};
 use headroom_core::monitor::Monitor;
-use headroom_core::paths::Dirs;
 use headroom_core::sampler::{read_sample, ErrorOnce, Sampler};
 use headroom_core::settings::Settings;
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::enforce::Safety;
+use headroom_os::members::{MemberSet, Members};
+use headroom_os::paths::Dirs;
 
 use crate::state::AppState;
+use headroom_os::process::ProcessLookup;
 
 impl AppState {
     /// Loads settings (a corrupt file is moved aside and reported), reads a first sample and
@@ -51,7 +52,7 @@ impl AppState {
         }
         // A hint (macOS): a memory-pressure event brings the next tick forward.
         let waker = sampler.waker();
-        headroom_core::unix::pressure::on_memory_pressure(Box::new(move || waker.tick_now()));
+        headroom_os::unix::pressure::on_memory_pressure(Box::new(move || waker.tick_now()));
         let marks = headroom_core::marks::MarkServer::bind(&dirs)
             .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
             .ok();
@@ -59,7 +60,7 @@ impl AppState {
             tracing::warn!(error = %e, "no boot id: guards will not be taken up after a restart");
             String::new()
         });
-        let job_files = headroom_core::process::ProcessIdentity::of(&counters, std::process::id())
+        let job_files = headroom_model::process::ProcessIdentity::of(&counters, std::process::id())
             .map_err(|e| tracing::warn!(error = %e, "the app's jobs are not published"))
             .ok()
             .and_then(|me| crate::jobfiles::start(dirs.jobs_dir(), me));

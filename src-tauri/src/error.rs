@@ -4,8 +4,8 @@
 //! form), `message` says what is wrong without the field's name, `text` is the whole
 //! sentence for a toast. The page places errors by `field`; it never parses the text.
 
-use headroom_core::policy::LimitsFieldError;
 use headroom_core::settings::FieldError;
+use headroom_rules::policy::LimitsFieldError;
 use serde::Serialize;
 
 /// A command's error, as the page gets it.

@@ -13,11 +13,11 @@
 use std::path::PathBuf;
 use std::sync::mpsc;
 
-use headroom_core::counters::Counters;
-use headroom_core::engine::JobView;
 use headroom_core::jobfile::{Board, PeerFiles, COUNTS_PAGES};
 use headroom_core::peers::{PeerBoard, PeerSource};
-use headroom_core::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::Counters;
+use headroom_rules::engine::JobView;
 
 use crate::state::{lock, AppState, Publishing};
 

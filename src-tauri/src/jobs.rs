@@ -12,16 +12,17 @@
 use std::time::{Duration, SystemTime};
 
 use headroom_core::drive::{check_due, Input};
-use headroom_core::effects::{JobSignal, SignalReport};
-use headroom_core::enforce::signal_each;
-use headroom_core::engine::{self, Effects, Moment};
 use headroom_core::marks::{Answer, Control, Request};
 use headroom_core::monitor::{StatusView, TICK_WINDOW_SECONDS};
-use headroom_core::policy::order::Peer;
-use headroom_core::policy::JobEvent;
-use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::Sample;
-use headroom_core::unix::signals::Kernel;
+use headroom_model::effects::{JobSignal, SignalReport};
+use headroom_model::process::ProcessIdentity;
+use headroom_os::enforce::signal_each;
+use headroom_os::unix::signals::Kernel;
+use headroom_rules::engine;
+use headroom_rules::engine::{Effects, Moment};
+use headroom_rules::policy::order::Peer;
+use headroom_rules::policy::JobEvent;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::error::CommandResult;

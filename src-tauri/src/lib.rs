@@ -57,7 +57,7 @@ pub fn app_builder<R: Runtime>(builder: Builder<R>, state: AppState) -> Builder<
 /// Starts the menu-bar app and runs until Quit.
 pub fn run() {
     init_logging();
-    let state = match AppState::new(headroom_core::paths::Dirs::current()) {
+    let state = match AppState::new(headroom_os::paths::Dirs::current()) {
         Ok(state) => state,
         Err(e) => {
             eprintln!("headroom-app: cannot start: {e:#}");
@@ -130,7 +130,7 @@ pub fn run() {
 /// history not yet saved is written. Signals ignored at start (`nohup`) stay ignored.
 #[cfg(unix)]
 fn quit_on_signals<R: Runtime>(app: tauri::AppHandle<R>) {
-    use headroom_core::unix::signals::{is_ignored, SIGHUP, SIGINT, SIGTERM};
+    use headroom_os::unix::signals::{is_ignored, SIGHUP, SIGINT, SIGTERM};
     let wanted: Vec<i32> = [SIGTERM, SIGINT, SIGHUP]
         .into_iter()
         .filter(|&s| !is_ignored(s))

@@ -6,9 +6,9 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use headroom_core::counters::CounterSource;
 use headroom_core::jobfile::{JobFile, Listing};
 use headroom_core::sampler::Sample;
+use headroom_os::counters::CounterSource;
 use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
 use crate::state::{lock, AppState, MetricsEndpoint};
@@ -96,7 +96,22 @@ fn jobs(state: &AppState, files: &[JobFile]) -> Vec<JobMetric> {
         files
             .iter()
             .filter(|f| !f.guarded_by(std::process::id()))
-            .map(JobMetric::from_file),
+            .map(metric_of_file),
     );
     jobs
+}
+
+/// A job of `headroom guard` in a terminal, as its job file says (the CLI's `headroom serve`
+/// reads the files the same way: `src/cli/serve.rs`).
+fn metric_of_file(f: &JobFile) -> JobMetric {
+    JobMetric {
+        key: format!("cli-{}-{}", f.pid, f.start_time),
+        job: f.pid.to_string(),
+        command: f.command.clone(),
+        state: f.state_word(),
+        swap_growth_bytes: f.swap_growth_bytes,
+        peak_footprint_bytes: f.peak_footprint_bytes,
+        lowest_free_percent: f.verdict.as_ref().and_then(|v| v.lowest_free_percent),
+        verdict: f.verdict.clone(),
+    }
 }

@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 
-use headroom_core::policy::JobEvent;
+use headroom_rules::policy::JobEvent;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{lock, AppState};
 
 /// Title and body of a notification for a job event (the engine's words).
 pub fn texts(command: &str, event: &JobEvent) -> (String, String) {
-    headroom_core::engine::words::notification(event, command)
+    headroom_rules::engine::words::notification(event, command)
 }
 
 /// The buttons of a job event's notification: (action key, label).

@@ -4,14 +4,14 @@
 
 use std::time::{Duration, SystemTime};
 
-use headroom_core::engine::JobSpec;
 use headroom_core::history::{HISTORY_RETENTION, MINUTE_TIER};
-use headroom_core::members::JobIds;
 use headroom_core::monitor::Monitor;
-use headroom_core::paths::Dirs;
 use headroom_core::settings::Settings;
 use headroom_core::store::Store;
-use headroom_core::units::unix_ms;
+use headroom_model::members::JobIds;
+use headroom_model::units::unix_ms;
+use headroom_os::paths::Dirs;
+use headroom_rules::engine::JobSpec;
 
 use crate::state::{lock, AppState};
 
@@ -41,7 +41,7 @@ pub fn restore(
     store: &mut Store,
     monitor: &mut Monitor,
     settings: &Settings,
-    counters: &headroom_core::counters::Counters,
+    counters: &headroom_os::counters::Counters,
 ) {
     let retention_ms = i64::try_from(HISTORY_RETENTION.as_millis()).unwrap_or(i64::MAX);
     let since = unix_ms(SystemTime::now()).saturating_sub(retention_ms);
@@ -61,7 +61,7 @@ pub fn restore(
                     settings.limits(),
                     settings.sample_interval,
                 );
-                let now = headroom_core::engine::Moment {
+                let now = headroom_rules::engine::Moment {
                     at: SystemTime::now(),
                     clock: Duration::ZERO,
                 };
@@ -136,7 +136,7 @@ pub fn job_finished(state: &AppState, job_id: u64) {
 }
 
 /// Forgets a job the user let go of (Unwatch, Unguard).
-pub fn job_removed(state: &AppState, identity: headroom_core::process::ProcessIdentity) {
+pub fn job_removed(state: &AppState, identity: headroom_model::process::ProcessIdentity) {
     if let Some(store) = lock(&state.store).as_mut() {
         let _ = store.remove_active_job(identity);
     }

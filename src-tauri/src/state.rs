@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use headroom_core::counters::Counters;
-use headroom_core::enforce::Safety;
 use headroom_core::monitor::Monitor;
-use headroom_core::paths::Dirs;
 use headroom_core::sampler::Sampler;
 use headroom_core::settings::Settings;
+use headroom_os::counters::Counters;
+use headroom_os::enforce::Safety;
+use headroom_os::paths::Dirs;
 
 /// Everything the commands, the ticker and the tray share.
 pub struct AppState {
@@ -86,7 +86,7 @@ impl MetricsEndpoint {
 #[derive(Debug)]
 pub struct Publishing {
     /// Each batch: every job of the engine, as it is now.
-    pub to_thread: std::sync::mpsc::Sender<Vec<headroom_core::engine::JobView>>,
+    pub to_thread: std::sync::mpsc::Sender<Vec<headroom_rules::engine::JobView>>,
 }
 
 /// Locks a mutex, recovering from poisoning (a panicked holder must not take the app down).

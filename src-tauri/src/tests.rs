@@ -1,7 +1,7 @@
 //! Commands through Tauri's mock runtime: status, chart windows, processes, watch/guard with
 //! validation errors, release, settings. Real counters, real processes.
 
-use headroom_core::paths::Dirs;
+use headroom_os::paths::Dirs;
 use serde_json::{json, Value};
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
@@ -10,6 +10,7 @@ use tauri::WebviewWindow;
 
 use super::*;
 use crate::state::lock;
+use headroom_os::process::ProcessLookup;
 use tauri::Manager;
 
 struct App {
@@ -285,7 +286,7 @@ fn corrupt_settings_and_database_are_reported_and_replaced() {
         lock(&state.store).is_some(),
         "a fresh database replaced the corrupt one"
     );
-    let moved = headroom_core::testdata::moved_aside(&dirs.config_dir);
+    let moved = headroom_os::testdata::moved_aside(&dirs.config_dir);
     assert_eq!(moved.len(), 1, "the corrupt settings file was kept aside");
 }
 
@@ -297,7 +298,7 @@ fn terminal_guards_are_listed_read_only() {
         .arg("30")
         .spawn()
         .unwrap();
-    let id = headroom_core::process::ProcessIdentity::of(&state.counters, child.id()).unwrap();
+    let id = headroom_model::process::ProcessIdentity::of(&state.counters, child.id()).unwrap();
     let file = headroom_core::jobfile::JobFile {
         pid: id.pid,
         start_time: id.start_time,
@@ -309,18 +310,18 @@ fn terminal_guards_are_listed_read_only() {
         swap_growth_bytes: 5,
         peak_footprint_bytes: None,
         footprint_bytes: None,
-        state: headroom_core::engine::JobStatus::Running,
+        state: headroom_rules::engine::JobStatus::Running,
         verdict: None,
-        on_budget: headroom_core::policy::OnBudget::Stop,
+        on_budget: headroom_rules::policy::OnBudget::Stop,
         pauses: 0,
         // A guard that is gone: the job is shown as unguarded.
-        guard: Some(headroom_core::process::ProcessIdentity {
+        guard: Some(headroom_model::process::ProcessIdentity {
             pid: 999_999_999,
             start_time: 1,
         }),
         members: vec![id],
         unguarded: false,
-        mode: headroom_core::engine::JobMode::Guard,
+        mode: headroom_rules::engine::JobMode::Guard,
         paused_since_ms: None,
         resumed_at_ms: None,
         resumes_by_itself: false,
@@ -541,7 +542,7 @@ fn click(handle: &tauri::AppHandle<tauri::test::MockRuntime>, id: i32, key: &str
 #[cfg(target_os = "linux")]
 #[test]
 fn notification_buttons_spare_pause_resume_and_stop() {
-    use headroom_core::policy::{JobEvent, OnBudget, StopReason};
+    use headroom_rules::policy::{JobEvent, OnBudget, StopReason};
     let warning = JobEvent::Warning {
         growth_bytes: 1,
         budget_bytes: 2,

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use headroom_core::defaults::{self as d, text};
-use headroom_core::policy::{Limits, OnBudget};
+use headroom_rules::defaults as d;
+use headroom_rules::defaults::text;
+use headroom_rules::policy::{Limits, OnBudget};
 
 use super::sinks::TraceSink;
 

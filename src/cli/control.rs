@@ -11,16 +11,17 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters, RunState};
-use headroom_core::defaults::GRACE;
-use headroom_core::effects::JobSignal;
-use headroom_core::enforce::{signal_each, Safety};
 use headroom_core::jobfile::JobFile;
 use headroom_core::marks::{is_not_here, send_control, sockets, Control, MarkError, Sent};
-use headroom_core::paths::Dirs;
-use headroom_core::policy::EndReason;
 use headroom_core::takeover::take_over;
-use headroom_core::unix::signals::Kernel;
+use headroom_model::counters::RunState;
+use headroom_model::effects::JobSignal;
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::enforce::{signal_each, Safety};
+use headroom_os::paths::Dirs;
+use headroom_os::unix::signals::Kernel;
+use headroom_rules::defaults::GRACE;
+use headroom_rules::policy::EndReason;
 
 use super::exit;
 use super::output::say;
@@ -214,7 +215,7 @@ fn waiting(
     }
     say(&format!(
         "stopped the guard of pid {pid}, waiting in line for {}",
-        headroom_core::units::printable(&place.key)
+        headroom_model::units::printable(&place.key)
     ));
     Ok(exit::status(exit::OK))
 }

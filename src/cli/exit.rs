@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use headroom_core::policy::EndReason;
+use headroom_rules::policy::EndReason;
 
 /// Done; the job fits (watch), or ended with status 0.
 pub const OK: i32 = 0;

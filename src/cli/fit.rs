@@ -5,12 +5,13 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters, SystemCounters};
-use headroom_core::defaults as d;
-use headroom_core::fit::{answer, job_key, Prediction, Room};
-use headroom_core::policy::Limits;
 use headroom_core::store::RunRow;
-use headroom_core::units::{format_bytes, percent_of_bytes, printable};
+use headroom_model::counters::SystemCounters;
+use headroom_model::units::{format_bytes, percent_of_bytes, printable};
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_rules::defaults as d;
+use headroom_rules::fit::{answer, job_key, Prediction, Room};
+use headroom_rules::policy::Limits;
 use serde::Serialize;
 
 use super::exit;

@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::counters::Counters;
-use headroom_core::defaults::{self as d, text};
 use headroom_core::drive::{self, Admit, DriveError, Launch, Outcome, Waited};
-use headroom_core::enforce::Safety;
-use headroom_core::engine::{JobMode, JobSpec};
-use headroom_core::policy::{Limits, WaitReason};
 use headroom_core::queue::line::LineSink;
-use headroom_core::unix::jobctl::Terminal;
+use headroom_os::counters::Counters;
+use headroom_os::enforce::Safety;
+use headroom_os::unix::jobctl::Terminal;
+use headroom_rules::defaults as d;
+use headroom_rules::defaults::text;
+use headroom_rules::engine::{JobMode, JobSpec};
+use headroom_rules::policy::{Limits, WaitReason};
 use regex::Regex;
 use serde::Serialize;
 
@@ -177,7 +178,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     };
     let peers = headroom_core::jobfile::PeerFiles::for_job(
         &spec,
-        &headroom_core::paths::Dirs::current(),
+        &headroom_os::paths::Dirs::current(),
         counters.clone(),
     );
     let ran = drive::run(&counters, &safety, launch, spec, sinks, peers, &interrupts);

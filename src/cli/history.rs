@@ -6,14 +6,14 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use clap::{Args, Subcommand};
-use headroom_core::defaults as d;
-use headroom_core::engine::{FinishedJob, JobMode};
-use headroom_core::fit::Taken;
-use headroom_core::policy::{EndReason, Verdict};
-use headroom_core::process::ProcessIdentity;
 use headroom_core::store::{RunContext, Store};
 use headroom_core::trace::read_trace;
-use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::{format_bytes, format_duration, printable, unix_ms};
+use headroom_rules::defaults as d;
+use headroom_rules::engine::{FinishedJob, JobMode};
+use headroom_rules::fit::Taken;
+use headroom_rules::policy::{EndReason, Verdict};
 
 use super::exit;
 use super::output::{print_json, say};

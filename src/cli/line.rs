@@ -4,17 +4,19 @@
 
 use std::time::SystemTime;
 
-use headroom_core::counters::{CounterSource, Counters, SystemCounters};
-use headroom_core::fit::Room;
-use headroom_core::paths::Dirs;
-use headroom_core::policy::{Limits, WaitReason};
-use headroom_core::process::ProcessIdentity;
 use headroom_core::queue::line::{places, Line};
 use headroom_core::queue::Place;
-use headroom_core::units::{printable, unix_ms};
+use headroom_model::counters::SystemCounters;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::{printable, unix_ms};
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::paths::Dirs;
+use headroom_rules::fit::Room;
+use headroom_rules::policy::{Limits, WaitReason};
 
 use super::output::say;
 use super::runs::Before;
+use headroom_os::process::ProcessLookup;
 
 /// Joins the queue for `guard --wait-fit`. With a prediction the job waits for its need
 /// (the fixed `--wait-free` is then not asked: `limits` is changed so); without one it

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use headroom_core::marks::{check_stage, send_mark, sockets, MarkError, MARK_ENV};
-use headroom_core::paths::Dirs;
+use headroom_os::paths::Dirs;
 
 /// Arguments of `headroom mark`.
 #[derive(Debug, Args)]

@@ -110,7 +110,7 @@ mod tests {
 
     fn config() -> ProptestConfig {
         ProptestConfig {
-            cases: headroom_core::testdata::fuzz_cases(),
+            cases: headroom_os::testdata::fuzz_cases(),
             failure_persistence: None,
             ..ProptestConfig::default()
         }

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
-use headroom_core::counters::Counters;
-use headroom_core::paths::Dirs;
 use headroom_core::queue::line::places;
 use headroom_core::queue::Place;
-use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
+use headroom_model::units::{format_bytes, format_duration, printable, unix_ms};
+use headroom_os::counters::Counters;
+use headroom_os::paths::Dirs;
 use serde::Serialize;
 
 use super::exit;

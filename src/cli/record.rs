@@ -8,13 +8,15 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters};
-use headroom_core::defaults::{self as d, text};
-use headroom_core::members::{MemberSet, Members};
-use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::recorded::{RunRecord, ToTrace};
 use headroom_core::sampler::Sampler;
 use headroom_core::trace::{round_t, Record, TraceWriter};
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::members::{MemberSet, Members};
+use headroom_os::process::ProcessLookup;
+use headroom_rules::defaults as d;
+use headroom_rules::defaults::text;
 use serde_json::{Map, Value};
 
 /// Flags of `headroom record`.

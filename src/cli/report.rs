@@ -13,13 +13,13 @@ use std::time::Duration;
 use anyhow::Context;
 use headroom_core::chart::{trace_chart_svg, TraceChartOptions};
 use headroom_core::drive::{Outcome, Sink};
-use headroom_core::engine::JobView;
-use headroom_core::paths::replace_file;
-use headroom_core::policy::JobEvent;
 use headroom_core::sampler::recorded::ToTrace;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{due, SampleRecord, Trace};
-use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};
+use headroom_model::units::{format_bytes, format_delta_bytes, format_duration};
+use headroom_os::paths::replace_file;
+use headroom_rules::engine::JobView;
+use headroom_rules::policy::JobEvent;
 
 /// The environment variable GitHub Actions points at the step's summary file.
 pub const STEP_SUMMARY_ENV: &str = "GITHUB_STEP_SUMMARY";

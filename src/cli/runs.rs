@@ -1,17 +1,18 @@
 //! A run's past and its record, shared by `guard`, `watch`, `fit` and `queue`: the key and
 //! prediction a run starts with, the history opened to read or write, and the record kept
-//! when it ends (made by the engine: `Outcome::run`). `headroom_core::fit` has the rules,
+//! when it ends (made by the engine: `Outcome::run`). `headroom_rules::fit` has the rules,
 //! the store keeps the runs; the `headroom history` subcommand is `history.rs`.
 
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters, SystemCounters};
 use headroom_core::drive::Outcome;
-use headroom_core::fit::{job_key, Prediction, Taken};
-use headroom_core::paths::Dirs;
 use headroom_core::store::{RunRow, Store};
-use headroom_core::units::{format_bytes, format_duration, printable, unix_ms};
+use headroom_model::counters::SystemCounters;
+use headroom_model::units::{format_bytes, format_duration, printable, unix_ms};
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::paths::Dirs;
+use headroom_rules::fit::{job_key, Prediction, Taken};
 
 use super::output::say;
 
@@ -143,8 +144,8 @@ pub struct Compared {
 
 impl Compared {
     /// `needed X, predicted Y` for the run judged by `verdict`.
-    pub fn words(&self, verdict: &headroom_core::policy::Verdict) -> String {
-        let (need, _) = headroom_core::fit::need_of(verdict, self.taken);
+    pub fn words(&self, verdict: &headroom_rules::policy::Verdict) -> String {
+        let (need, _) = headroom_rules::fit::need_of(verdict, self.taken);
         format!(
             "needed {}, predicted {}",
             format_bytes(need),

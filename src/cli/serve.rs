@@ -7,12 +7,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters};
-use headroom_core::defaults::{self as d, text};
 use headroom_core::drive::Interrupts;
 use headroom_core::jobfile::JobFile;
-use headroom_core::paths::Dirs;
 use headroom_core::settings::{parse_address, DEFAULT_METRICS_ADDRESS};
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::paths::Dirs;
+use headroom_rules::defaults as d;
+use headroom_rules::defaults::text;
 use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
 use super::output::say;
@@ -39,8 +40,22 @@ pub struct ServeArgs {
 fn jobs(counters: &Counters, dirs: &Dirs) -> Vec<JobMetric> {
     JobFile::list(&dirs.jobs_dir(), counters)
         .iter()
-        .map(JobMetric::from_file)
+        .map(metric_of_file)
         .collect()
+}
+
+/// A job of `headroom guard` in a terminal, as its job file says.
+fn metric_of_file(f: &JobFile) -> JobMetric {
+    JobMetric {
+        key: format!("cli-{}-{}", f.pid, f.start_time),
+        job: f.pid.to_string(),
+        command: f.command.clone(),
+        state: f.state_word(),
+        swap_growth_bytes: f.swap_growth_bytes,
+        peak_footprint_bytes: f.peak_footprint_bytes,
+        lowest_free_percent: f.verdict.as_ref().and_then(|v| v.lowest_free_percent),
+        verdict: f.verdict.clone(),
+    }
 }
 
 /// Runs `headroom serve`.

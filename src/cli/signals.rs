@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use headroom_core::drive::Interrupts;
-use headroom_core::unix::signals;
+use headroom_os::unix::signals;
 
 /// Called on every signal (see `Interrupts::on_signal`).
 type Waker = Box<dyn Fn() + Send + Sync>;

@@ -6,19 +6,19 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use headroom_core::counters::{CounterSource, Counters};
 use headroom_core::drive::Sink;
-use headroom_core::engine::{words, JobView};
 use headroom_core::jobfile::Publisher;
-use headroom_core::paths::Dirs;
-use headroom_core::policy::JobEvent;
-use headroom_core::process::ProcessIdentity;
 use headroom_core::sampler::recorded::{RunRecord, ToTrace};
 use headroom_core::sampler::Sample;
-use headroom_core::stages::MAX_STAGES;
 use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
-use headroom_core::units::printable;
-use headroom_core::unix::fifo;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::printable;
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::paths::Dirs;
+use headroom_os::unix::fifo;
+use headroom_rules::engine::{words, JobView};
+use headroom_rules::policy::JobEvent;
+use headroom_rules::stages::MAX_STAGES;
 use serde_json::Map;
 
 use super::output::write_line;
@@ -289,7 +289,7 @@ impl Sink for TraceSink {
 /// that the job is seen unguarded if this process dies), the trace and the report when
 /// asked for.
 pub fn job_sinks(
-    counters: &headroom_core::counters::Counters,
+    counters: &headroom_os::counters::Counters,
     command_line: &str,
     trace: Option<TraceSink>,
     report: Option<super::report::ReportSink>,

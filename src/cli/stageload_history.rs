@@ -14,13 +14,13 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use headroom_core::defaults as d;
-use headroom_core::engine::{FinishedJob, JobMode};
-use headroom_core::fit::{job_key, typed_key, Taken};
-use headroom_core::policy::{EndReason, StopReason, Verdict};
-use headroom_core::process::ProcessIdentity;
 use headroom_core::store::RunContext;
-use headroom_core::units::{bounded_bytes, bounded_percent, bounded_seconds, unix_ms};
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::{bounded_bytes, bounded_percent, bounded_seconds, unix_ms};
+use headroom_rules::defaults as d;
+use headroom_rules::engine::{FinishedJob, JobMode};
+use headroom_rules::fit::{job_key, typed_key, Taken};
+use headroom_rules::policy::{EndReason, StopReason, Verdict};
 use serde::Deserialize;
 
 /// stageload's exit code for a command its guard stopped.
@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(ctx.key, "qwen.py --size 1024");
         assert!(!job.verdict.fits);
         assert!(matches!(job.verdict.ended, EndReason::Stopped { .. }));
-        let (need, lower) = headroom_core::fit::need_of(&job.verdict, ctx.taken);
+        let (need, lower) = headroom_rules::fit::need_of(&job.verdict, ctx.taken);
         assert!(lower && need > 49_000_000_000, "{need}");
         let (keyed, _) = super::runs(Path::new("h.jsonl"), HISTORY, Some("k")).unwrap();
         assert!(keyed.iter().all(|(_, c)| c.key == "k"));

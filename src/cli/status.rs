@@ -7,10 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::counters::{CounterSource, Counters, FootprintRow, SystemCounters};
 use headroom_core::jobfile::JobFile;
-use headroom_core::paths::Dirs;
-use headroom_core::units::{format_bytes, printable};
+use headroom_model::counters::{FootprintRow, SystemCounters};
+use headroom_model::units::{format_bytes, printable};
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::paths::Dirs;
 use serde::Serialize;
 
 /// Flags of `headroom status`.

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use headroom_core::drive::replay;
-use headroom_core::engine::{JobMode, JobSpec};
 use headroom_core::summary::{stage_windows, summarize, Summary};
 use headroom_core::trace::{read_trace, Trace};
-use headroom_core::units::{format_bytes, format_delta_bytes, format_duration};
+use headroom_model::units::{format_bytes, format_delta_bytes, format_duration};
+use headroom_rules::engine::{JobMode, JobSpec};
 
 use super::budget::BudgetArgs;
 use super::exit;
@@ -106,7 +106,7 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
         }
         TraceCommand::Replay(args) => {
             let trace = load(&args.file)?;
-            let poll = trace.interval(headroom_core::defaults::POLL);
+            let poll = trace.interval(headroom_rules::defaults::POLL);
             // The live guard's own checks, down to its fastest near the budget: the trace
             // holds every reading it judged.
             let spec = JobSpec::new(
@@ -145,7 +145,7 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
 /// Stage starts for the chart, each named with the swap it added when that passed the
 /// default fits tolerance: `decode +6.3 GB`.
 fn stage_labels(trace: &Trace) -> Vec<(String, f64)> {
-    let tolerance = headroom_core::policy::Limits::default().fits_tolerance_bytes;
+    let tolerance = headroom_rules::policy::Limits::default().fits_tolerance_bytes;
     let figures = summarize(trace).map(|s| s.stage_swap).unwrap_or_default();
     stage_windows(trace)
         .into_iter()

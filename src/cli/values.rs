@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use headroom_core::units;
+use headroom_model::units;
 
 /// clap value parser for sizes (`8G`, `512M`).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -20,7 +20,7 @@ pub fn parse_memory_size(text: &str) -> Result<u64, String> {
 /// clap value parser for a typed key (`--key`, `history KEY`): core's one rule
 /// (`fit::typed_key`: trimmed), not blank.
 pub fn parse_key(text: &str) -> Result<String, String> {
-    headroom_core::fit::typed_key(text).ok_or_else(|| "a key cannot be blank".to_string())
+    headroom_rules::fit::typed_key(text).ok_or_else(|| "a key cannot be blank".to_string())
 }
 
 /// clap value parser for percentages 0–100.

@@ -5,15 +5,15 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use headroom_core::counters::Counters;
 use headroom_core::drive::{self, Launch};
-use headroom_core::enforce::Safety;
-use headroom_core::engine::{JobMode, JobSpec};
+use headroom_os::counters::Counters;
+use headroom_os::enforce::Safety;
+use headroom_rules::engine::{JobMode, JobSpec};
 
 use super::budget::JobArgs;
 use super::exit;
-use headroom_core::counters::CounterSource;
-use headroom_core::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::CounterSource;
 
 use super::output::print_json;
 use super::runs::{after_end, before_start, HistoryFlags};
@@ -82,7 +82,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     };
     let peers = headroom_core::jobfile::PeerFiles::for_job(
         &spec,
-        &headroom_core::paths::Dirs::current(),
+        &headroom_os::paths::Dirs::current(),
         counters.clone(),
     );
     let outcome = drive::run(
@@ -114,9 +114,9 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
 
 /// The identity of a process to watch, refusing thread ids and pids that are not running.
 pub fn identity_of(
-    counters: &headroom_core::counters::Counters,
+    counters: &headroom_os::counters::Counters,
     pid: u32,
-) -> anyhow::Result<(ProcessIdentity, headroom_core::counters::ProcessInfo)> {
+) -> anyhow::Result<(ProcessIdentity, headroom_model::counters::ProcessInfo)> {
     let info = counters.process_info(pid)?;
     Ok((
         ProcessIdentity {

@@ -15,18 +15,18 @@ use super::pushes::SessionPushes;
 use super::spawned::launch_job;
 use super::step::{look_due, step};
 use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
-use crate::counters::{CounterSource, Counters};
-use crate::effects::JobSignal;
-use crate::enforce::{signal_each, stop_members, Safety};
-use crate::engine::{carry_out, Engine, JobSpec, JobStatus, JobView, Moment};
 use crate::marks::{not_here, Answer, MarkServer, Request};
-use crate::members::MemberSet;
-use crate::paths::Dirs;
 use crate::peers::{PeerBoard, PeerSource};
-use crate::policy::Verdict;
-use crate::process::ProcessIdentity;
 use crate::sampler::InlineSampler;
-use crate::unix::signals::Kernel;
+use headroom_model::effects::JobSignal;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::enforce::{signal_each, stop_members, Safety};
+use headroom_os::members::MemberSet;
+use headroom_os::paths::Dirs;
+use headroom_os::unix::signals::Kernel;
+use headroom_rules::engine::{carry_out, Engine, JobSpec, JobStatus, JobView, Moment};
+use headroom_rules::policy::Verdict;
 
 /// The one loop: inputs from `source` into the engine ([`step`], as every driver takes
 /// them), actions for job `job` through `effects`, until the job has a verdict.
@@ -90,7 +90,7 @@ pub fn run(
 ) -> Result<Outcome, DriveError> {
     // A large job's members each take descriptors (kept files, exit watches): the soft
     // limit is raised to the hard one, and the command gets it back as it was (spawned.rs).
-    if let Err(e) = crate::counters::limits::raise_open_files() {
+    if let Err(e) = headroom_os::counters::limits::raise_open_files() {
         tracing::warn!(error = %e, "the limit on open files could not be raised");
     }
     let sampler = InlineSampler::new(counters.clone(), spec.poll);
@@ -176,7 +176,7 @@ pub fn run(
     }
     #[cfg(target_os = "linux")]
     if let Some(cgroup) = set.cgroup() {
-        crate::unix::cgroup::remove(&cgroup, crate::unix::cgroup::REMOVE_WAIT);
+        headroom_os::unix::cgroup::remove(&cgroup, headroom_os::unix::cgroup::REMOVE_WAIT);
     }
     drop(marks);
     let stop = engine.stop_report(job).cloned();
@@ -214,7 +214,7 @@ fn wake_on_signals(
         }
     }));
     // A hint (macOS): the next look comes at once; the counters decide.
-    crate::unix::pressure::on_memory_pressure(Box::new(move || {
+    headroom_os::unix::pressure::on_memory_pressure(Box::new(move || {
         let _ = pressure.try_send(Wake::Pressure);
     }));
     (requests, wakes, pending)
@@ -233,7 +233,7 @@ fn unwound(
     // A frozen job handles no signal: thawed first, whatever comes next.
     #[cfg(target_os = "linux")]
     if let Some(cgroup) = members.cgroup() {
-        let _ = crate::unix::cgroup::thaw_all(&cgroup);
+        let _ = headroom_os::unix::cgroup::thaw_all(&cgroup);
     }
     if owned {
         tracing::error!("the driver panicked: stopping its job");

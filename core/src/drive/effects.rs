@@ -1,22 +1,23 @@
 //! The live effects of a job: signals to its members under the safety rules
-//! ([`crate::enforce`]), the terminal handed to the driver while the job is paused (so
+//! ([`headroom_os::enforce`]), the terminal handed to the driver while the job is paused (so
 //! Ctrl-C reaches the driver) and back, and its progress to the outputs, which never wait.
 
-use crate::policy::order::Peer;
+use headroom_rules::policy::order::Peer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::outputs::Outputs;
 use super::DriverEffects;
-use crate::counters::{Counters, JobCgroup};
-use crate::effects::{JobSignal, SignalReport};
-use crate::enforce::{signal_job, Safety};
-use crate::engine::{Effects, JobView};
-use crate::policy::JobEvent;
-use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
-use crate::unix::jobctl::Terminal;
-use crate::unix::signals::Kernel;
+use headroom_model::counters::JobCgroup;
+use headroom_model::effects::{JobSignal, SignalReport};
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::Counters;
+use headroom_os::enforce::{signal_job, Safety};
+use headroom_os::unix::jobctl::Terminal;
+use headroom_os::unix::signals::Kernel;
+use headroom_rules::engine::{Effects, JobView};
+use headroom_rules::policy::JobEvent;
 
 /// What a live job's actions do.
 pub(super) struct LiveEffects<'a> {
@@ -31,7 +32,7 @@ pub(super) struct LiveEffects<'a> {
     /// The job's own cgroup, where it has one: pause and resume freeze and thaw it.
     cgroup: Option<JobCgroup>,
     /// Where other guards' sockets are (the run folder), to ask one of their jobs to make room.
-    dirs: crate::paths::Dirs,
+    dirs: headroom_os::paths::Dirs,
 }
 
 impl<'a> LiveEffects<'a> {
@@ -51,7 +52,7 @@ impl<'a> LiveEffects<'a> {
             terminal,
             view,
             cgroup: None,
-            dirs: crate::paths::Dirs::current(),
+            dirs: headroom_os::paths::Dirs::current(),
         }
     }
 

@@ -10,17 +10,19 @@ use std::time::{Duration, SystemTime};
 
 use super::spawned::{Reaped, Spawned};
 use super::{Input, Interrupts, Reply, Source};
-use crate::counters::{Counters, RunState};
-use crate::effects::JobSignal;
-use crate::enforce::{signal_each, Safety};
-use crate::engine::Moment;
 use crate::marks::Request;
-use crate::members::MemberSet;
 use crate::peers::PeerBoard;
-use crate::process::ProcessIdentity;
 use crate::sampler::InlineSampler;
-use crate::unix::jobctl;
-use crate::unix::signals::{self, Kernel, SIGCONT};
+use headroom_model::counters::RunState;
+use headroom_model::effects::JobSignal;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::Counters;
+use headroom_os::enforce::{signal_each, Safety};
+use headroom_os::members::MemberSet;
+use headroom_os::unix::jobctl;
+use headroom_os::unix::signals;
+use headroom_os::unix::signals::{Kernel, SIGCONT};
+use headroom_rules::engine::Moment;
 
 /// Wake-ups queued for the driver at most (signals: one is enough; requests beyond are
 /// refused as busy).
@@ -66,7 +68,7 @@ pub(super) struct LiveSource<'a> {
     pub(super) pending: Option<Input>,
     /// Other guards' jobs, for a job that pauses at its budget (the pause order).
     pub(super) peers: Option<PeerBoard>,
-    /// The next timed check is a look aimed at the crossing (`crate::policy::aim`).
+    /// The next timed check is a look aimed at the crossing (`headroom_rules::policy::aim`).
     pub(super) aimed: bool,
 }
 

@@ -4,7 +4,7 @@
 //! The loop ([`drive`]) asks a [`Source`] for the next input (a sample when the engine's
 //! next check is due, a request, the leader's exit, an interrupt), feeds it to the engine
 //! with [`step`] (the one step the app's ticker and socket take too) and carries out the engine's actions through [`DriverEffects`] with
-//! [`crate::engine::carry_out`]. Two sources exist: the live one (`live.rs`: the counters,
+//! [`headroom_rules::engine::carry_out`]. Two sources exist: the live one (`live.rs`: the counters,
 //! the command, its socket, the driver's signals) and a recorded trace (`replay.rs`: no
 //! processes, no signals; the effects are recorded, not sent). So a replay takes every
 //! decision a live guard would, the adaptive checks included.
@@ -57,13 +57,13 @@ use std::process::Command;
 use std::sync::mpsc::SyncSender;
 use std::time::Duration;
 
-use crate::counters::CounterError;
-use crate::effects::{Control, StopReport};
-use crate::engine::{Effects, JobView, Moment};
-use crate::policy::{EndReason, Verdict};
-use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
-use crate::unix::jobctl::Terminal;
+use headroom_model::effects::{Control, StopReport};
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::CounterError;
+use headroom_os::unix::jobctl::Terminal;
+use headroom_rules::engine::{Effects, JobView, Moment};
+use headroom_rules::policy::{EndReason, Verdict};
 
 /// The answer a request's sender waits for: `Ok` once the engine took it, or why not.
 pub type Reply = SyncSender<Result<(), String>>;
@@ -130,7 +130,7 @@ pub enum Input {
         /// Who sent it.
         peer: u32,
         /// What it reported.
-        event: crate::stages::Reported,
+        event: headroom_rules::stages::Reported,
         /// Where the answer goes.
         reply: Reply,
     },
@@ -146,10 +146,10 @@ pub enum Input {
     /// The source has nothing more (a recorded trace ran out): the job ends as `EndReason`.
     Ended(EndReason),
     /// A key of the terminal the driver holds for the job (its leader has exited): Ctrl-C
-    /// ([`JobSignal::Interrupt`](crate::effects::JobSignal::Interrupt)) or Ctrl-\ ([`JobSignal::Quit`](crate::effects::JobSignal::Quit)), `signal` its number.
+    /// ([`JobSignal::Interrupt`](headroom_model::effects::JobSignal::Interrupt)) or Ctrl-\ ([`JobSignal::Quit`](headroom_model::effects::JobSignal::Quit)), `signal` its number.
     Key {
         /// What it asks of the job.
-        key: crate::effects::JobSignal,
+        key: headroom_model::effects::JobSignal,
         /// The signal the driver received.
         signal: i32,
     },
@@ -169,7 +169,7 @@ pub trait Source {
     /// How the checks that follow are taken: whether they may be `light` ones (while the
     /// job runs; a pause or a stop under way or held is checked in full, see
     /// `crate::sampler::read_sample`), and whether the next one is a look `aimed` at the
-    /// crossing (`crate::policy::aim`), which its sample then says ([`Sample::aimed`]).
+    /// crossing (`headroom_rules::policy::aim`), which its sample then says ([`Sample::aimed`]).
     fn next_look(&mut self, _light: bool, _aimed: bool) {}
 }
 
@@ -231,5 +231,5 @@ pub struct Outcome {
     pub unfinished_outputs: Vec<String>,
     /// The run as the run history records it (`crate::store::Store::record_finished`).
     #[serde(skip)]
-    pub run: Option<crate::engine::FinishedRun>,
+    pub run: Option<headroom_rules::engine::FinishedRun>,
 }

@@ -7,9 +7,9 @@ use std::io;
 use std::time::Duration;
 
 use super::outputs::Sink;
-use crate::engine::JobView;
 use crate::marks::{Push, Sessions};
-use crate::policy::JobEvent;
+use headroom_rules::engine::JobView;
+use headroom_rules::policy::JobEvent;
 
 /// Pushes the guard's warnings to the job's sessions.
 #[derive(Debug)]

@@ -14,15 +14,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::{drive, DriverEffects, Input, Source};
-use crate::effects::{JobSignal, SignalReport};
-use crate::engine::{Effects, Engine, JobSpec, Moment};
-use crate::members::JobIds;
-use crate::policy::{EndReason, JobEvent, OnBudget, StopReason, Verdict};
-use crate::process::ProcessIdentity;
 use crate::sampler::recorded::RunRecord;
 use crate::sampler::Sample;
 use crate::summary::stage_windows;
 use crate::trace::{duration, SampleRecord, Trace};
+use headroom_model::effects::{JobSignal, SignalReport};
+use headroom_model::members::JobIds;
+use headroom_model::process::ProcessIdentity;
+use headroom_rules::engine::{Effects, Engine, JobSpec, Moment};
+use headroom_rules::policy::{EndReason, JobEvent, OnBudget, StopReason, Verdict};
 
 /// The stand-in for the job's processes.
 const STAND_IN: ProcessIdentity = ProcessIdentity {
@@ -206,5 +206,5 @@ impl Effects for Recorder {
 }
 
 impl DriverEffects for Recorder {
-    fn sample(&mut self, _sample: Sample, _view: &crate::engine::JobView) {}
+    fn sample(&mut self, _sample: Sample, _view: &headroom_rules::engine::JobView) {}
 }

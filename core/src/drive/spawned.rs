@@ -5,13 +5,15 @@
 use std::os::unix::process::CommandExt;
 
 use super::{DriveError, Launch};
-use crate::counters::{CounterSource, JOB_MARK_ENV};
 use crate::marks::MARK_ENV;
-use crate::members::Members;
-use crate::policy::EndReason;
-use crate::process::ProcessIdentity;
-use crate::unix::jobctl::{self, ChildStatus, Terminal};
-use crate::unix::signals::{SIGTSTP, SIGTTIN, SIGTTOU};
+use headroom_model::counters::JOB_MARK_ENV;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::CounterSource;
+use headroom_os::members::Members;
+use headroom_os::unix::jobctl;
+use headroom_os::unix::jobctl::{ChildStatus, Terminal};
+use headroom_os::unix::signals::{SIGTSTP, SIGTTIN, SIGTTOU};
+use headroom_rules::policy::EndReason;
 
 /// A command this driver started.
 #[derive(Debug)]
@@ -119,13 +121,13 @@ pub(super) fn launch_job(
     if let Some(terminal) = &terminal {
         terminal.hand_over_at_spawn(&mut command);
     }
-    crate::counters::limits::restore_for_child(&mut command);
+    headroom_os::counters::limits::restore_for_child(&mut command);
     let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             #[cfg(target_os = "linux")]
             if let Some(cgroup) = &cgroup {
-                crate::unix::cgroup::remove(cgroup, crate::unix::cgroup::REMOVE_WAIT);
+                headroom_os::unix::cgroup::remove(cgroup, headroom_os::unix::cgroup::REMOVE_WAIT);
             }
             return Err(DriveError::Spawn(e));
         }
@@ -164,8 +166,8 @@ const JOB_CGROUP_ENV: &str = "HEADROOM_JOB_CGROUP";
 fn own_cgroup(
     counters: &impl CounterSource,
     command: &mut std::process::Command,
-) -> Result<crate::counters::JobCgroup, String> {
-    use crate::unix::cgroup;
+) -> Result<headroom_model::counters::JobCgroup, String> {
+    use headroom_os::unix::cgroup;
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let made = if std::env::var_os(JOB_CGROUP_ENV).is_some_and(|v| v == "off") {
         Err(format!("turned off ({JOB_CGROUP_ENV}=off)"))
@@ -195,7 +197,7 @@ fn own_cgroup(
 fn own_cgroup(
     _counters: &impl CounterSource,
     _command: &mut std::process::Command,
-) -> Result<crate::counters::JobCgroup, String> {
+) -> Result<headroom_model::counters::JobCgroup, String> {
     Err("this OS has no cgroups".to_string())
 }
 

@@ -1,7 +1,7 @@
 //! One step: one input into the engine, the step every driver takes. The terminal's guard
 //! and watch (`driver.rs`), a replayed trace (`replay.rs`) and the menu-bar app (its ticker
 //! and its socket) all hand their inputs to [`step`] and carry out the actions it returns
-//! with [`crate::engine::carry_out`], then time their next check with [`check_due`]: a
+//! with [`headroom_rules::engine::carry_out`], then time their next check with [`check_due`]: a
 //! request is dispatched, a mark accepted and the next check timed in one place, whoever
 //! drives.
 //!
@@ -14,10 +14,10 @@
 use std::time::Duration;
 
 use super::{Input, Reply};
-use crate::effects::Control;
-use crate::engine::{Action, Engine, Moment};
 use crate::marks::{not_here, Request};
 use crate::sampler::Sample;
+use headroom_model::effects::Control;
+use headroom_rules::engine::{Action, Engine, Moment};
 
 /// What one input did.
 #[derive(Debug, Default)]
@@ -64,7 +64,7 @@ pub fn step(engine: &mut Engine, own: Option<u64>, input: Input, now: Moment) ->
             let full = format!(
                 "the job has {} stage names already: no new name is recorded (marks of those \
                  names are)",
-                crate::stages::MAX_STAGES
+                headroom_rules::stages::MAX_STAGES
             );
             (actions.is_empty().then_some(full), actions)
         }),

@@ -8,9 +8,10 @@
 use std::time::{Duration, Instant};
 
 use super::Interrupts;
-use crate::counters::{CounterError, CounterSource, SystemCounters};
-use crate::policy::{Limits, Observation, StartDecision, StartGate, WaitReason};
-use crate::process::ancestors;
+use headroom_model::counters::SystemCounters;
+use headroom_os::counters::{CounterError, CounterSource};
+use headroom_os::process::ancestors;
+use headroom_rules::policy::{Limits, Observation, StartDecision, StartGate, WaitReason};
 
 /// How waiting for room ended, if not with a start.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 pub use self::point::{downsample, Agg, Metric, Point, METRICS};
 pub use self::tier::Tier;
-use crate::units::unix_ms;
+use headroom_model::units::unix_ms;
 
 /// How long the minute history is kept: in memory (the last tier of
 /// [`History::default_tiers`]) and in the store.

@@ -2,8 +2,8 @@
 //! each other, to `headroom status` and `serve`, and how a job outlives its guard.
 //!
 //! The guard (the app: for each of its jobs) writes one JSON file per job, `<dir>/<pid>-<start_time>.json` in
-//! [`crate::paths::Dirs::jobs_dir`], atomically (temporary file, then rename): the engine's
-//! view of the job ([`crate::engine::JobView`]) when its state changes, and at most every
+//! [`headroom_os::paths::Dirs::jobs_dir`], atomically (temporary file, then rename): the engine's
+//! view of the job ([`headroom_rules::engine::JobView`]) when its state changes, and at most every
 //! [`PUBLISH_EVERY`] while it runs and its figures or members change. The file names the
 //! guard itself (pid and start time) and the job's members as last seen, so that readers
 //! tell a guarded job from one whose guard is gone (killed with SIGKILL): such a job is
@@ -29,18 +29,20 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{CounterSource, JobCgroup};
-use crate::engine::{JobMode, JobSpec, JobStatus, JobView, FINISHED_KEEP};
-use crate::paths::{write_atomic, Dirs};
 use crate::peers::{PeerSource, Peers};
-use crate::policy::order::{Peer, PeerAt};
-use crate::policy::share::OtherJob;
-use crate::policy::{OnBudget, Verdict};
-use crate::process::ProcessIdentity;
-use crate::units::unix_ms;
+use headroom_model::counters::JobCgroup;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
+use headroom_os::counters::CounterSource;
+use headroom_os::paths::{write_atomic, Dirs};
+use headroom_rules::engine::{JobMode, JobSpec, JobStatus, JobView, FINISHED_KEEP};
+use headroom_rules::policy::order::{Peer, PeerAt};
+use headroom_rules::policy::share::OtherJob;
+use headroom_rules::policy::{OnBudget, Verdict};
 
 pub use self::listing::{Listing, LISTING_MAX_AGE};
 pub use self::publish::{Board, Publisher};
+use headroom_os::process::ProcessLookup;
 
 /// How many finished jobs' files are kept at most.
 pub const FINISHED_KEEP_COUNT: usize = 20;
@@ -76,7 +78,7 @@ pub struct JobFile {
     /// Peak footprint of the job's process tree, bytes, once measured.
     pub peak_footprint_bytes: Option<u64>,
     /// Its footprint at the guard's last reading (what other guards weigh their share of
-    /// memory in use against on a Mac, [`crate::policy::share`]).
+    /// memory in use against on a Mac, [`headroom_rules::policy::share`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub footprint_bytes: Option<u64>,
     /// Where the job is, as its guard last said.
@@ -110,7 +112,7 @@ pub struct JobFile {
     /// It resumes by itself once memory is back (`--resume-free`).
     #[serde(default)]
     pub resumes_by_itself: bool,
-    /// An older guard may ask it to pause to make room now ([`crate::policy::order`]).
+    /// An older guard may ask it to pause to make room now ([`headroom_rules::policy::order`]).
     #[serde(default)]
     pub yields: bool,
     /// The job's own cgroup, where it has one (Linux): should the guard die, the job is
@@ -155,7 +157,7 @@ impl JobFile {
         }
     }
 
-    /// The job in the pause order of other guards ([`crate::policy::order`]): a guarded job
+    /// The job in the pause order of other guards ([`headroom_rules::policy::order`]): a guarded job
     /// that pauses at its budget, running or paused, whose guard lives; else `None`.
     pub fn as_peer(&self) -> Option<Peer> {
         let guard = self.guard.filter(|_| !self.unguarded)?;
@@ -177,7 +179,7 @@ impl JobFile {
         })
     }
 
-    /// The job beside others in their share of memory in use ([`crate::policy::share`]):
+    /// The job beside others in their share of memory in use ([`headroom_rules::policy::share`]):
     /// a job running or paused whose guard lives and read its footprint; else `None`.
     pub fn as_other(&self) -> Option<OtherJob> {
         let live = !self.unguarded && matches!(self.state, JobStatus::Running | JobStatus::Paused);
@@ -282,7 +284,7 @@ impl JobFile {
     }
 
     /// The job's own cgroup as its file names it, if that cgroup bears the name of the
-    /// file's guard (see [`crate::unix::cgroup::named_for`]); else `None`: a job file can make
+    /// file's guard (see [`headroom_os::unix::cgroup::named_for`]); else `None`: a job file can make
     /// nobody freeze, thaw or remove another cgroup.
     pub fn job_cgroup(&self) -> Option<&JobCgroup> {
         let guard = self.guard?;
@@ -290,7 +292,7 @@ impl JobFile {
         return self
             .cgroup
             .as_ref()
-            .filter(|c| crate::unix::cgroup::named_for(c, guard.pid));
+            .filter(|c| headroom_os::unix::cgroup::named_for(c, guard.pid));
         #[cfg(not(target_os = "linux"))]
         {
             let _ = guard;
@@ -352,13 +354,13 @@ fn list_at(
     holds: impl Fn(&JobCgroup) -> bool,
 ) -> Vec<JobFile> {
     let mut jobs = Vec::new();
-    for (path, mut job) in crate::paths::read_json_files::<JobFile>(dir, "job files") {
+    for (path, mut job) in headroom_os::paths::read_json_files::<JobFile>(dir, "job files") {
         match job.judge(now_ms, &is_alive, &holds) {
             Judged::Stale => {
                 tracing::debug!("job files: removing stale {}", path.display());
                 #[cfg(target_os = "linux")]
                 if let Some(cgroup) = job.job_cgroup().filter(|_| !job.state.ended()) {
-                    crate::unix::cgroup::remove(cgroup, Duration::ZERO);
+                    headroom_os::unix::cgroup::remove(cgroup, Duration::ZERO);
                 }
                 if let Err(e) = fs::remove_file(&path) {
                     tracing::debug!("job files: cannot remove {}: {e}", path.display());
@@ -388,8 +390,8 @@ fn list_at(
 }
 
 /// Other guards' jobs, from their job files: the pausable ones (the pause order's view of
-/// them, [`crate::policy::order`]) and the running ones with their footprints (the share of
-/// memory in use, [`crate::policy::share`]); the files of guard `own_pid` left out.
+/// them, [`headroom_rules::policy::order`]) and the running ones with their footprints (the share of
+/// memory in use, [`headroom_rules::policy::share`]); the files of guard `own_pid` left out.
 #[derive(Debug)]
 pub struct PeerFiles<C> {
     dir: PathBuf,
@@ -421,7 +423,7 @@ impl<C: CounterSource + 'static> PeerFiles<C> {
 }
 
 /// Whether this OS counts memory in use by pages (macOS), so that a job's need is its share
-/// of the rise and other guards' jobs are read for it ([`crate::policy::share`]).
+/// of the rise and other guards' jobs are read for it ([`headroom_rules::policy::share`]).
 pub const COUNTS_PAGES: bool = cfg!(target_os = "macos");
 
 impl<C: CounterSource> PeerSource for PeerFiles<C> {

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::{list_at, JobFile, MEMBERS_EVERY, PUBLISH_EVERY};
 use crate::drive::{SampleGate, Sink};
-use crate::engine::{JobStatus, JobView};
-use crate::policy::JobEvent;
-use crate::process::ProcessIdentity;
 use crate::sampler::Sample;
-use crate::units::unix_ms;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
+use headroom_rules::engine::{JobStatus, JobView};
+use headroom_rules::policy::JobEvent;
 
 /// What was last written for one job, and when.
 #[derive(Debug, Default)]

@@ -1,10 +1,10 @@
 //! Tests for job files in a temporary folder.
 
 use super::*;
-use crate::counters::Counters;
 use crate::drive::Sink;
-use crate::engine::JobStatus;
-use crate::policy::EndReason;
+use headroom_os::counters::Counters;
+use headroom_rules::engine::JobStatus;
+use headroom_rules::policy::EndReason;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 const HOUR_MS: i64 = 3_600_000;
@@ -44,7 +44,7 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
         guard: None,
         members: Vec::new(),
         unguarded: false,
-        mode: crate::engine::JobMode::Guard,
+        mode: headroom_rules::engine::JobMode::Guard,
         paused_since_ms: None,
         resumed_at_ms: None,
         resumes_by_itself: false,
@@ -55,13 +55,13 @@ fn job(pid: u32, state: JobStatus, updated_at_ms: i64) -> JobFile {
 
 /// The engine's view of guarded job `id` over process `pid` (start time 3), pausing at an
 /// 8 GiB budget; it yields while it runs.
-fn guarded_view(id: u64, pid: u32, state: JobStatus) -> crate::engine::JobView {
-    crate::engine::JobView {
+fn guarded_view(id: u64, pid: u32, state: JobStatus) -> headroom_rules::engine::JobView {
+    headroom_rules::engine::JobView {
         id,
         pid,
         start_time: 3,
         command: format!("job {id}"),
-        mode: crate::engine::JobMode::Guard,
+        mode: headroom_rules::engine::JobMode::Guard,
         state,
         swap_start_bytes: 0,
         free_start_percent: None,
@@ -289,7 +289,7 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
         start_time: 77,
     };
     let mut publisher = Publisher::new(tmp.path().to_path_buf(), guard);
-    let view = crate::engine::JobView {
+    let view = headroom_rules::engine::JobView {
         swap_start_bytes: 1,
         swap_growth_bytes: 2,
         peak_footprint_bytes: Some(5),
@@ -305,7 +305,7 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
     assert_eq!(file.members, view.members);
     assert_eq!(file.swap_budget_bytes, 8 << 30);
     // Paused with a new member: written at once (it must be resumable without the guard).
-    let paused = crate::engine::JobView {
+    let paused = headroom_rules::engine::JobView {
         state: JobStatus::Paused,
         members: vec![
             view.members[0],
@@ -346,12 +346,12 @@ fn the_publishers_thread_is_woken_only_for_the_samples_its_file_is_due_for() {
     let running = guarded_view(1, 30, JobStatus::Running);
     assert!(gate.wants(&running), "the first");
     assert!(!gate.wants(&running), "nothing changed");
-    let grown = crate::engine::JobView {
+    let grown = headroom_rules::engine::JobView {
         swap_growth_bytes: 5 << 20,
         ..running.clone()
     };
     assert!(!gate.wants(&grown), "figures: not before PUBLISH_EVERY");
-    let born = crate::engine::JobView {
+    let born = headroom_rules::engine::JobView {
         members: vec![
             running.members[0],
             ProcessIdentity {
@@ -364,12 +364,12 @@ fn the_publishers_thread_is_woken_only_for_the_samples_its_file_is_due_for() {
     assert!(!gate.wants(&born), "members: not before MEMBERS_EVERY");
     std::thread::sleep(MEMBERS_EVERY + Duration::from_millis(50));
     assert!(gate.wants(&born), "members, once MEMBERS_EVERY has passed");
-    let paused = crate::engine::JobView {
+    let paused = headroom_rules::engine::JobView {
         state: JobStatus::Paused,
         ..born.clone()
     };
     assert!(gate.wants(&paused), "a state change: at once");
-    let paused_fewer = crate::engine::JobView {
+    let paused_fewer = headroom_rules::engine::JobView {
         members: running.members.clone(),
         ..paused.clone()
     };
@@ -394,7 +394,7 @@ fn the_board_writes_every_job_of_the_app_and_removes_those_let_go() {
     };
     let mut board = Board::new(dir.to_path_buf(), app);
     // (the engine's views, then the files: pid and state, each naming the app)
-    type Step = (Vec<crate::engine::JobView>, Vec<(u32, JobStatus)>);
+    type Step = (Vec<headroom_rules::engine::JobView>, Vec<(u32, JobStatus)>);
     let table: Vec<Step> = vec![
         (
             vec![

@@ -2,7 +2,7 @@
 //!
 //! Each Headroom process that runs jobs (`headroom guard`, `headroom watch`, the app)
 //! listens on a Unix socket of its own, `<run dir>/<pid>.sock` (mode 0600, in a private
-//! per-user folder short enough for `sun_path`: [`crate::paths::Dirs::run_dir`]); `guard`
+//! per-user folder short enough for `sun_path`: [`headroom_os::paths::Dirs::run_dir`]); `guard`
 //! also passes its path to the command in [`MARK_ENV`]. Two versions of the protocol are
 //! served on the same socket; the first line a client sends says which.
 //!
@@ -32,10 +32,10 @@
 //! ```
 //!
 //! An event (`load`, `reload`, `release`, `mark`, as stageload names them:
-//! [`crate::stages::Reported`]) goes to the job's trace; version 1 takes it too. A
+//! [`headroom_rules::stages::Reported`]) goes to the job's trace; version 1 takes it too. A
 //! version-1 server answers a hello with `error: not a mark line ...`: the client then
 //! falls back to one connection per mark, and hears no warning. The only push so far is the
-//! guard's warning at [`crate::policy::WARN_FRACTION`] of the budget (`warning`: the budget
+//! guard's warning at [`headroom_rules::policy::WARN_FRACTION`] of the budget (`warning`: the budget
 //! growth and the budget in bytes, what the guard will do at the budget, the current stage
 //! if any, and the job's pid); a client must ignore pushes it does not know.
 //!
@@ -79,9 +79,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::paths::{Dirs, PrivateDir};
-use crate::unix::peer::{peer_pid, peer_uid};
-use crate::unix::signals::current_uid;
+use headroom_os::paths::{Dirs, PrivateDir};
+use headroom_os::unix::peer::{peer_pid, peer_uid};
+use headroom_os::unix::signals::current_uid;
 
 /// The environment variable that holds the mark socket's path, for the job's processes.
 pub const MARK_ENV: &str = "HEADROOM_MARK";
@@ -91,7 +91,7 @@ pub const MAX_CONNECTIONS: usize = 32;
 /// How long a client waits for the answer in all.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
 
-pub use crate::effects::Control;
+pub use headroom_model::effects::Control;
 
 /// The answer of a server that has no job with `pid` (the client then asks the next one).
 pub fn not_here(pid: u32) -> String {

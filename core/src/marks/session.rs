@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::wire::{
     parse_from, write_answer, Answer, Request, LINE_DEADLINE, MAX_LINE_BYTES, PROTOCOL_VERSION,
 };
-use crate::unix::peer::peer_pid;
+use headroom_os::unix::peer::peer_pid;
 
 /// Sessions open at once at most; a new one closes the oldest.
 pub const MAX_SESSIONS: usize = 64;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::effects::Control;
-use crate::stages::Reported;
-use crate::unix::signals::current_uid;
+use headroom_model::effects::Control;
+use headroom_os::unix::signals::current_uid;
+use headroom_rules::stages::Reported;
 
 /// The newest protocol version this server speaks (see the module docs).
 pub const PROTOCOL_VERSION: u32 = 2;
@@ -65,9 +65,9 @@ pub enum Request {
     Event(Reported),
 }
 
-/// A stage name, checked: not empty, at most [`crate::stages::MAX_NAME_BYTES`], no control characters.
+/// A stage name, checked: not empty, at most [`headroom_rules::stages::MAX_NAME_BYTES`], no control characters.
 pub fn check_stage(name: &str) -> Result<&str, String> {
-    crate::stages::check_name(name)
+    headroom_rules::stages::check_name(name)
 }
 
 /// One request line (up to its newline), checked: a line past [`MAX_LINE_BYTES`], one that

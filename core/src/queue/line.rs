@@ -14,15 +14,16 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::{decide, Memory, Place};
-use crate::counters::CounterSource;
 use crate::drive::Sink;
-use crate::engine::JobView;
-use crate::fit::Room;
 use crate::jobfile::JobFile;
-use crate::paths::{read_json_files, write_atomic};
-use crate::policy::WaitReason;
-use crate::process::ProcessIdentity;
-use crate::units::unix_ms;
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
+use headroom_os::counters::CounterSource;
+use headroom_os::paths::{read_json_files, write_atomic};
+use headroom_os::process::ProcessLookup;
+use headroom_rules::engine::JobView;
+use headroom_rules::fit::Room;
+use headroom_rules::policy::WaitReason;
 
 /// The lock file's name in the queue's folder.
 const LOCK_FILE: &str = ".lock";
@@ -81,7 +82,7 @@ impl Drop for Locked {
 
 fn lock(dir: &Path) -> io::Result<Locked> {
     use std::os::unix::fs::OpenOptionsExt;
-    crate::paths::Dirs::current().make_private(dir)?;
+    headroom_os::paths::Dirs::current().make_private(dir)?;
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -5,7 +5,7 @@
 //! - **Room**: free memory above the free floor, less what jobs admitted a moment ago have
 //!   not used yet. A job that has just started has not allocated yet, so free memory still
 //!   looks large: each admitted job's predicted need is **reserved** until what it has taken
-//!   (measured as its need is: `crate::fit`) has grown to it (or it ended), and the room
+//!   (measured as its need is: `headroom_rules::fit`) has grown to it (or it ended), and the room
 //!   counts the reservations.
 //! - **Order**: first come, first admitted (a ticket taken on joining). A job whose need
 //!   fits while an earlier one still waits starts ahead of it only when that cannot delay
@@ -24,9 +24,9 @@ pub mod line;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fit::Room;
-use crate::policy::WaitReason;
-use crate::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
+use headroom_rules::fit::Room;
+use headroom_rules::policy::WaitReason;
 
 /// One guard's place in the queue, as its file holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

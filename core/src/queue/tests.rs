@@ -5,7 +5,8 @@
 
 use super::line::{places, Line};
 use super::*;
-use crate::counters::Counters;
+use headroom_os::counters::Counters;
+use headroom_os::process::ProcessLookup;
 
 const GIB: u64 = 1 << 30;
 const MIN_MS: i64 = 60_000;
@@ -238,7 +239,7 @@ fn the_waiting_reason_says_the_need_the_room_and_the_reservation() {
 fn a_line_takes_tickets_in_turn_admits_and_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let counters = Counters::new();
-    let me = crate::process::ProcessIdentity::of(&counters, std::process::id()).unwrap();
+    let me = headroom_model::process::ProcessIdentity::of(&counters, std::process::id()).unwrap();
     let first = Place {
         guard: me,
         ..place(0, Some(1), None)
@@ -277,11 +278,12 @@ fn a_place_whose_guard_is_gone_is_removed_and_holds_nobody_up() {
     let counters = Counters::new();
     // A guard that has exited: a real process, reaped, so its identity names nobody.
     let mut child = std::process::Command::new("true").spawn().unwrap();
-    let gone =
-        crate::process::ProcessIdentity::of(&counters, child.id()).unwrap_or(ProcessIdentity {
+    let gone = headroom_model::process::ProcessIdentity::of(&counters, child.id()).unwrap_or(
+        ProcessIdentity {
             pid: child.id(),
             start_time: 1,
-        });
+        },
+    );
     child.wait().unwrap();
     let stale = Place {
         guard: gone,
@@ -291,7 +293,7 @@ fn a_place_whose_guard_is_gone_is_removed_and_holds_nobody_up() {
         .path()
         .join(format!("{}-{}.json", gone.pid, gone.start_time));
     std::fs::write(&path, serde_json::to_vec(&stale).unwrap()).unwrap();
-    let me = crate::process::ProcessIdentity::of(&counters, std::process::id()).unwrap();
+    let me = headroom_model::process::ProcessIdentity::of(&counters, std::process::id()).unwrap();
     let mine = Place {
         guard: me,
         ..place(0, Some(1), None)

@@ -9,8 +9,9 @@
 use std::time::{Duration, Instant};
 
 use super::{next_tick, read_sample, ErrorOnce, Sample, FULL_EVERY, FULL_SPACING};
-use crate::counters::{Counters, SystemCounters};
-use crate::members::MemberSet;
+use headroom_model::counters::SystemCounters;
+use headroom_os::counters::Counters;
+use headroom_os::members::MemberSet;
 
 /// A sampler without a thread: the caller sleeps [`InlineSampler::until_next`], then calls
 /// [`InlineSampler::tick`].

@@ -18,9 +18,10 @@ mod inline;
 pub mod recorded;
 pub use inline::InlineSampler;
 
-use crate::counters::{CounterSource, Counters, Result, SystemCounters};
-use crate::members::MemberSet;
-use crate::process::ProcessIdentity;
+use headroom_model::counters::SystemCounters;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::{CounterSource, Counters, Result};
+use headroom_os::members::MemberSet;
 
 // One tick's readings are plain data of the rules' (the engine judges them).
 pub use headroom_rules::sample::{Sample, TrackedSample};
@@ -359,7 +360,8 @@ mod recorded_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::CounterError;
+    use headroom_os::error::CounterError;
+    use headroom_os::process::ProcessLookup;
 
     #[test]
     fn schedule_does_not_drift_and_skips_missed_ticks() {
@@ -453,7 +455,7 @@ mod tests {
         let id = ProcessIdentity::of(&counters, child.id()).unwrap();
         let sampler = Sampler::start(counters, Duration::from_millis(20)).unwrap();
         let rx = sampler.subscribe();
-        let set = MemberSet::new(crate::members::Members::of_process(id));
+        let set = MemberSet::new(headroom_os::members::Members::of_process(id));
         sampler.track(&set);
         let mut seen_tracked = false;
         let mut last_seq = None;

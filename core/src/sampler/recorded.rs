@@ -17,10 +17,10 @@ use std::time::SystemTime;
 use serde_json::{Map, Value};
 
 use super::{Sample, TrackedSample};
-use crate::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
-use crate::members::Member;
-use crate::process::{ProcessIdentity, TreeMemory};
 use crate::trace::{duration, seconds, SampleRecord, Trace};
+use headroom_model::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
+use headroom_model::members::Member;
+use headroom_model::process::{ProcessIdentity, TreeMemory};
 
 /// A reading as a trace line (the sample is the rules' type, `headroom_rules::sample`; its
 /// trace form is the runtime's).
@@ -234,8 +234,10 @@ impl RunRecord {
             limit_path: path,
             limit_file: String::new(),
             limit_bytes,
-            used_bytes: limit_bytes
-                .saturating_sub(crate::units::percent_of_bytes(record.level, limit_bytes)),
+            used_bytes: limit_bytes.saturating_sub(headroom_model::units::percent_of_bytes(
+                record.level,
+                limit_bytes,
+            )),
             reclaimable_bytes: 0,
             swap_used_bytes: None,
             swap_limit_bytes: None,

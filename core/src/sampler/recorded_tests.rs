@@ -8,11 +8,11 @@ use proptest::prelude::*;
 
 use super::recorded::{RunRecord, ToTrace};
 use super::{Sample, TrackedSample};
-use crate::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
-use crate::members::Member;
-use crate::process::{ProcessIdentity, TreeMemory};
 use crate::trace::{parse_trace, Record, TraceWriter};
-use crate::units::MAX_BYTES;
+use headroom_model::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
+use headroom_model::members::Member;
+use headroom_model::process::{ProcessIdentity, TreeMemory};
+use headroom_model::units::MAX_BYTES;
 
 const JOB: ProcessIdentity = ProcessIdentity {
     pid: 4242,

@@ -12,7 +12,7 @@ use super::values::{
     check_interval, check_percent, check_seconds, check_size, parse_address, parse_interval,
     parse_size,
 };
-use crate::units::parse_percent;
+use headroom_model::units::parse_percent;
 
 /// The text of `settings.toml` for `settings`, with a comment on the units.
 pub(super) fn to_toml(settings: &Settings) -> Result<String, toml::ser::Error> {

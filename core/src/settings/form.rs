@@ -8,7 +8,7 @@ use super::model::{Settings, DEFAULT_METRICS_ADDRESS};
 use super::values::{
     check_percent, format_interval, format_size, parse_address, parse_interval, parse_size,
 };
-use crate::units::parse_percent;
+use headroom_model::units::parse_percent;
 
 /// Settings as a form edits them: text as typed (`"0.5s"`, `"512M"`, `"8G"`, `"10"`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

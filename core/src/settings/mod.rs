@@ -1,6 +1,6 @@
 //! User settings: what the menu-bar app's settings form edits, stored as `settings.toml`.
 //!
-//! The file uses human strings, parsed with [`crate::units`]:
+//! The file uses human strings, parsed with [`headroom_model::units`]:
 //!
 //! ```toml
 //! sample_interval = "0.5s"
@@ -40,14 +40,14 @@ pub use self::model::{
 };
 use self::values::{check_interval, check_percent, check_size};
 pub use self::values::{format_interval, format_size, parse_address};
-use crate::paths::{move_aside, unix_seconds_now, write_atomic};
+use headroom_os::paths::{move_aside, unix_seconds_now, write_atomic};
 
 impl Settings {
     /// Reads `path`. A missing file gives the defaults and no problem. A file that cannot be
     /// used gives the defaults and a problem; if it was unusable rather than unreadable, it
     /// is moved aside and the defaults are written in its place. Never panics.
     pub fn load(path: &Path) -> (Settings, Option<SettingsProblem>) {
-        let bytes = match crate::unix::fifo::read_regular(path) {
+        let bytes = match headroom_os::unix::fifo::read_regular(path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return (Settings::default(), None),
             Err(e) => {

@@ -1,11 +1,11 @@
 //! [`Settings`] itself: the values, their ranges, their defaults (from
-//! [`crate::defaults`]) and the limits a new job starts from. The bottom of `settings/`:
+//! [`headroom_rules::defaults`]) and the limits a new job starts from. The bottom of `settings/`:
 //! loading, saving and the form build on it.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::policy::Limits;
+use headroom_rules::policy::Limits;
 
 /// Shortest allowed sampling interval.
 pub const MIN_SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -36,11 +36,11 @@ pub struct Settings {
 }
 
 /// The metrics endpoint's default address: loopback only.
-pub const DEFAULT_METRICS_ADDRESS: SocketAddr = crate::defaults::METRICS_ADDRESS;
+pub const DEFAULT_METRICS_ADDRESS: SocketAddr = headroom_rules::defaults::METRICS_ADDRESS;
 
 impl Default for Settings {
     fn default() -> Self {
-        use crate::defaults as d;
+        use headroom_rules::defaults as d;
         Settings {
             sample_interval: d::SAMPLE_INTERVAL,
             notify_step_bytes: d::NOTIFY_STEP_BYTES,

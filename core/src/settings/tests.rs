@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::policy::Limits;
+use headroom_rules::policy::Limits;
 
 use super::values::parse_interval;
 use super::*;
@@ -14,7 +14,7 @@ fn dir() -> tempfile::TempDir {
 }
 
 fn corrupt_files(dir: &Path) -> Vec<PathBuf> {
-    crate::testdata::moved_aside(dir)
+    headroom_os::testdata::moved_aside(dir)
 }
 
 #[test]

@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::model::{DEFAULT_METRICS_ADDRESS, MAX_SAMPLE_INTERVAL, MIN_SAMPLE_INTERVAL};
-use crate::units::{bounded_bytes, bounded_percent, bounded_seconds, parse_bytes, parse_duration};
+use headroom_model::units::{
+    bounded_bytes, bounded_percent, bounded_seconds, parse_bytes, parse_duration,
+};
 
 /// An `IP:PORT` address.
 pub fn parse_address(text: &str) -> Result<SocketAddr, String> {
@@ -21,7 +23,7 @@ pub fn format_interval(d: Duration) -> String {
 
 /// A size as the file writes it, exactly: `512M`, `8G`, `1536M`, `1000` (bytes).
 pub fn format_size(bytes: u64) -> String {
-    crate::units::size_text(bytes)
+    headroom_model::units::size_text(bytes)
 }
 
 pub(super) fn parse_interval(text: &str) -> Result<Duration, String> {
@@ -50,7 +52,7 @@ pub(super) fn check_interval(d: Duration) -> Result<Duration, String> {
 }
 
 /// A size: more than 0, at most what a machine can have (the bounds of every number read
-/// from a file: [`crate::units::bounded_bytes`]).
+/// from a file: [`headroom_model::units::bounded_bytes`]).
 pub(super) fn check_size(bytes: u64) -> Result<u64, String> {
     if bytes > 0 {
         bounded_bytes(bytes)
@@ -59,12 +61,12 @@ pub(super) fn check_size(bytes: u64) -> Result<u64, String> {
     }
 }
 
-/// A percentage from 0 to 100 ([`crate::units::bounded_percent`]).
+/// A percentage from 0 to 100 ([`headroom_model::units::bounded_percent`]).
 pub(super) fn check_percent(p: f64) -> Result<f64, String> {
     bounded_percent(p).map_err(|_| format!("must be a percent from 0 to 100, not {p}"))
 }
 
-/// A number of seconds as a file writes it ([`crate::units::bounded_seconds`]).
+/// A number of seconds as a file writes it ([`headroom_model::units::bounded_seconds`]).
 pub(super) fn check_seconds(seconds: f64) -> Result<Duration, String> {
     bounded_seconds(seconds)
         .map(Duration::from_secs_f64)

@@ -5,11 +5,12 @@ use rusqlite::{params, Row};
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, ACTIVE_JOB_COLUMNS, JOB_COLUMNS};
-use crate::counters::{CounterSource, Counters};
-use crate::policy::OnBudget;
-use crate::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_rules::policy::OnBudget;
 
-use crate::engine::{FinishedJob, JobMode, SavedJob};
+use headroom_os::process::ProcessLookup;
+use headroom_rules::engine::{FinishedJob, JobMode, SavedJob};
 
 /// A finished job as stored, with its row id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! SQLite persistence: minute history for 30 days, finished jobs, and the running jobs
 //! (watched or guarded) to take up again after a restart.
 //!
-//! One file, `history.db` in the data folder ([`crate::paths::Dirs::history_db_path`]), in WAL mode so the CLI can read while
+//! One file, `history.db` in the data folder ([`headroom_os::paths::Dirs::history_db_path`]), in WAL mode so the CLI can read while
 //! the app writes. The schema is versioned with `PRAGMA user_version` and migrated forward on
 //! open. A database that cannot be used (not a database, failing `PRAGMA quick_check`, a
 //! schema it does not recognise or a newer one) is never fatal: [`Store::open`] moves it aside
@@ -21,8 +21,8 @@ use rusqlite::{params_from_iter, Connection, ErrorCode, TransactionBehavior};
 use serde::Serialize;
 
 use crate::history::{Agg, Metric, Point, HISTORY_RETENTION, METRICS};
-use crate::paths::{move_aside, unix_seconds_now};
-use crate::units::unix_ms;
+use headroom_model::units::unix_ms;
+use headroom_os::paths::{move_aside, unix_seconds_now};
 
 mod jobs;
 mod read_only;
@@ -83,7 +83,7 @@ ALTER TABLE active_guards ADD COLUMN paused_since_ms INTEGER;
     r"
 ALTER TABLE active_guards RENAME TO active_jobs;
 ",
-    // One run history for the CLI and the app: what a prediction needs (`crate::fit`).
+    // One run history for the CLI and the app: what a prediction needs (`headroom_rules::fit`).
     r"
 ALTER TABLE jobs ADD COLUMN key TEXT;
 ALTER TABLE jobs ADD COLUMN need_bytes INTEGER;
@@ -222,7 +222,7 @@ impl Store {
     /// moved aside and replaced by a fresh one, reported in the returned problem.
     pub fn open(path: &Path) -> Result<(Store, Option<StoreProblem>), StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::paths::Dirs::current()
+            headroom_os::paths::Dirs::current()
                 .make_private(dir)
                 .map_err(|source| StoreError::Io {
                     what: "creating",

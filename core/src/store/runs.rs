@@ -1,5 +1,5 @@
 //! The run history: every job that ended, whoever ran it (`headroom guard`, `watch`, the
-//! app), with what a prediction of its next run needs ([`crate::fit`]): its key, its need,
+//! app), with what a prediction of its next run needs ([`headroom_rules::fit`]): its key, its need,
 //! the memory it ran in. Rows of the `jobs` table; many writers at once are safe (WAL, a
 //! busy timeout, one short statement per record).
 
@@ -7,9 +7,9 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use super::{Store, StoreError};
-use crate::counters::SystemCounters;
-use crate::engine::{FinishedJob, FinishedRun};
-use crate::fit::{need_of, predict, PastRun, Prediction, Taken};
+use headroom_model::counters::SystemCounters;
+use headroom_rules::engine::{FinishedJob, FinishedRun};
+use headroom_rules::fit::{need_of, predict, PastRun, Prediction, Taken};
 
 /// Runs a prediction reads at most (the newest).
 pub const RUNS_PREDICTED: usize = 1000;
@@ -17,7 +17,7 @@ pub const RUNS_PREDICTED: usize = 1000;
 /// What is known of a run beyond its verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunContext {
-    /// The job's key ([`crate::fit::job_key`]).
+    /// The job's key ([`headroom_rules::fit::job_key`]).
     pub key: String,
     /// The memory it ran in: the host's, or its cgroup's limit.
     pub total_bytes: Option<u64>,
@@ -62,7 +62,7 @@ impl RunContext {
             total_bytes: machine.map(|m| m.total_bytes),
             free_start_percent,
             cwd: None,
-            hostname: crate::unix::host::hostname(),
+            hostname: headroom_os::unix::host::hostname(),
             taken,
         }
     }
@@ -121,7 +121,7 @@ pub struct KeySummary {
 
 /// The label of a stored verdict (`fits`, `doesnt_fit` …), `unknown` when it cannot be read.
 fn label_of(verdict_json: &str) -> String {
-    serde_json::from_str::<crate::policy::Verdict>(verdict_json)
+    serde_json::from_str::<headroom_rules::policy::Verdict>(verdict_json)
         .map_or_else(|_| "unknown".to_string(), |v| v.label().to_string())
 }
 

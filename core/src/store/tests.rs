@@ -5,11 +5,12 @@ use std::fs;
 use std::time::{Instant, UNIX_EPOCH};
 
 use super::*;
-use crate::counters::{CounterSource, Counters};
-use crate::engine::{FinishedJob, JobMode, SavedJob};
 use crate::history::{History, MINUTE_TIER};
-use crate::policy::{EndReason, OnBudget, StopReason, Verdict};
-use crate::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::{CounterSource, Counters};
+use headroom_os::process::ProcessLookup;
+use headroom_rules::engine::{FinishedJob, JobMode, SavedJob};
+use headroom_rules::policy::{EndReason, OnBudget, StopReason, Verdict};
 
 const MINUTE_MS: i64 = 60_000;
 const BASE_MS: i64 = 1_700_000_040_000;
@@ -58,7 +59,7 @@ fn same(a: &[Point], b: &[Point]) -> bool {
 }
 
 fn corrupt_files(dir: &Path) -> Vec<PathBuf> {
-    crate::testdata::moved_aside(dir)
+    headroom_os::testdata::moved_aside(dir)
 }
 
 #[test]
@@ -313,7 +314,7 @@ fn finished_jobs_newest_first() {
         .iter()
         .map(|j| {
             let context = RunContext {
-                key: crate::fit::key_of_command_line(&j.command),
+                key: headroom_rules::fit::key_of_command_line(&j.command),
                 ..RunContext::default()
             };
             store.record_run(j, &context).unwrap()

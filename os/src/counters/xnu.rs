@@ -9,9 +9,8 @@
 //! `proc_uniqidentifierinfo`), `bsd/kern/kern_sysctl.c` (`KERN_PROCARGS2`,
 //! `kern.bootsessionuuid`), xnu-8019 (macOS 12) and xnu-11417 (macOS 15).
 
+use headroom_model::counters::{ProcessState, RunState};
 use std::time::{Duration, Instant};
-
-use super::{ProcessState, RunState};
 
 pub mod reader;
 

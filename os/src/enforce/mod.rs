@@ -16,15 +16,15 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::counters::{CounterSource, JobCgroup, ProcessInfo};
-use crate::effects::{JobSignal, Refused, SignalReport, StopReport};
+use crate::counters::CounterSource;
 use crate::members::MemberSet;
-use crate::process::{ancestors, ProcessIdentity};
+use crate::process::ancestors;
 use crate::unix::signals::{self, SendSignal, SIGCONT, SIGINT, SIGKILL, SIGQUIT, SIGSTOP, SIGTERM};
+use headroom_model::counters::{JobCgroup, ProcessInfo};
+use headroom_model::effects::{JobSignal, Refused, SignalReport, StopReport, KILL_WAIT};
+use headroom_model::process::ProcessIdentity;
 
 const POLL: Duration = Duration::from_millis(20);
-/// How long to wait for processes to vanish after SIGKILL.
-pub const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// Why a process may not be signalled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]

@@ -10,6 +10,7 @@ use super::*;
 use crate::counters::Counters;
 use crate::members::Members;
 use crate::process::tree_pids;
+use crate::process::ProcessLookup;
 use crate::unix::signals::Kernel;
 
 /// True once group `pgid` is gone (its last zombies reaped by whoever adopted them).
@@ -150,7 +151,7 @@ fn pause_and_resume_reach_each_member() {
         std::thread::sleep(Duration::from_millis(10));
         set.discover(&c)
             .iter()
-            .all(|m| m.state == crate::counters::RunState::Stopped)
+            .all(|m| m.state == headroom_model::counters::RunState::Stopped)
     });
     assert!(stopped, "{:?}", set.live());
     let resumed = signal_each(&c, &Kernel, &safety, &ids, JobSignal::Resume);

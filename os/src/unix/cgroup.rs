@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::counters::{cgroup_subtree, JobCgroup, OwnDirs};
+use crate::counters::cgroup_subtree;
+use headroom_model::counters::{JobCgroup, OwnDirs};
 
 /// Why no own cgroup could be made (the job then runs tracked by its processes).
 pub type Refused = String;
@@ -270,7 +271,7 @@ pub fn named_for(cgroup: &JobCgroup, guard_pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{decimal, job_name, named_for};
-    use crate::counters::JobCgroup;
+    use headroom_model::counters::JobCgroup;
 
     #[test]
     fn only_a_cgroup_named_after_its_guard_is_the_jobs() {

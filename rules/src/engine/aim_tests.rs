@@ -13,14 +13,14 @@ fn look(
     ms: u64,
     swap: u64,
     aimed: bool,
-    root: crate::process::ProcessIdentity,
+    root: headroom_model::process::ProcessIdentity,
 ) -> Sample {
     Sample {
         aimed,
         seq,
         at: t0() + Duration::from_millis(ms),
         since_start: Duration::from_millis(ms),
-        system: Some(crate::testdata::system_counters(swap, 50.0)),
+        system: Some(headroom_model::testdata::system_counters(swap, 50.0)),
         tracked: vec![TrackedSample {
             identity: root,
             memory: None,
@@ -35,7 +35,7 @@ fn look(
 
 /// A guard of a 100 MiB budget checked every 100 ms (its fastest), past 30 MiB at 100 ms
 /// and 70 MiB at 200 ms: 400 MiB/s, the crossing 75 ms ahead, before the next check.
-fn growing() -> (Engine, u64, crate::process::ProcessIdentity) {
+fn growing() -> (Engine, u64, headroom_model::process::ProcessIdentity) {
     let root = id(40);
     let limits = Limits {
         swap_budget_bytes: 100 * MIB,

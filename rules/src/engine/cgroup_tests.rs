@@ -10,13 +10,13 @@ use crate::sample::{Sample, TrackedSample};
 /// its cgroup's OOM counts.
 fn sample(
     seq: u64,
-    root: crate::process::ProcessIdentity,
+    root: headroom_model::process::ProcessIdentity,
     alive: bool,
     own: bool,
     host_ooms: u64,
     job_ooms: Option<u64>,
 ) -> Sample {
-    let mut system = crate::testdata::system_counters(0, 50.0);
+    let mut system = headroom_model::testdata::system_counters(0, 50.0);
     system.oom_kills = Some(host_ooms);
     Sample {
         aimed: false,

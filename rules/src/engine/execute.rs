@@ -6,10 +6,10 @@
 use std::collections::VecDeque;
 
 use super::{Action, Engine, Moment};
-use crate::effects::{JobSignal, SignalReport};
 use crate::policy::order::Peer;
 use crate::policy::JobEvent;
-use crate::process::ProcessIdentity;
+use headroom_model::effects::{JobSignal, SignalReport};
+use headroom_model::process::ProcessIdentity;
 
 /// What a job's actions do in one place: signals to processes (or, in a replay, a record of
 /// them), and events shown to people.

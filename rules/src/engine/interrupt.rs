@@ -7,11 +7,11 @@
 
 use super::job::{Calm, Interrupted, Job};
 use super::{Action, JobMode};
-use crate::effects::JobSignal;
 use crate::policy::{
     JobEvent, Limits, Observation, OnBudget, StopReason, CALM_TOLERANCE_BYTES,
     INTERRUPT_HARD_FRACTION,
 };
+use headroom_model::effects::JobSignal;
 
 /// The hard limit after an interrupt: how much more swap may grow, bytes.
 fn hard_bytes(budget_bytes: u64) -> u64 {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::tests::{cfg, finished, has, id, moment, sample, set, signal_of, spec, MIB};
 use super::*;
-use crate::effects::JobSignal;
 use crate::policy::{JobEvent, Limits, OnBudget};
+use headroom_model::effects::JobSignal;
 
 fn interrupting(budget: u64) -> Limits {
     Limits {
@@ -30,7 +30,7 @@ fn interrupted(actions: &[Action]) -> bool {
 }
 
 /// An engine with the job of process `pid` that interrupts at `limits`, seen once at swap 0.
-fn notebook(pid: u32, limits: Limits) -> (Engine, crate::process::ProcessIdentity) {
+fn notebook(pid: u32, limits: Limits) -> (Engine, headroom_model::process::ProcessIdentity) {
     let leader = id(pid);
     let mut jobs = Engine::default();
     jobs.add(

@@ -7,18 +7,18 @@ use std::time::{Duration, SystemTime};
 use super::aim::Looks;
 use super::phase::{PauseCheck, PausePhase, RefusedMembers, StopCheck, StopPhase};
 use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
-use crate::effects::{JobSignal, SignalReport, StopReport};
-use crate::members::{JobIds, Member};
 use crate::policy::order::{self, Me, Peer, PeerAt};
 use crate::policy::share::{self, OtherJob};
 use crate::policy::{
     aim, check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
     OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
-use crate::process::ProcessIdentity;
 use crate::sample::Sample;
 use crate::stages::{Reading, StageTracker};
-use crate::units::unix_ms;
+use headroom_model::effects::{JobSignal, SignalReport, StopReport};
+use headroom_model::members::{JobIds, Member};
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
 
 /// Where a job is: what its next checks verify.
 #[derive(Debug, Clone)]
@@ -164,7 +164,7 @@ impl Job {
             // Until the first sample, the job is its root.
             seen: vec![Member {
                 id: root,
-                state: crate::counters::RunState::Running,
+                state: headroom_model::counters::RunState::Running,
             }],
             ever: std::collections::HashSet::from([root]),
             check: spec.poll,

@@ -9,15 +9,15 @@ use super::job::{Around, Calm, Job, Phase};
 use super::phase::PausePhase;
 use super::records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
-use crate::counters::SystemCounters;
-use crate::effects::{Control, JobSignal, SignalReport, StopReport};
-use crate::members::{JobIds, Member};
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::share::OtherJob;
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
-use crate::process::ProcessIdentity;
 use crate::sample::Sample;
-use crate::units::unix_ms;
+use headroom_model::counters::SystemCounters;
+use headroom_model::effects::{Control, JobSignal, SignalReport, StopReport};
+use headroom_model::members::{JobIds, Member};
+use headroom_model::process::ProcessIdentity;
+use headroom_model::units::unix_ms;
 
 /// Every job of one process (the app's, or the one job of a CLI run).
 #[derive(Debug, Default)]

@@ -40,11 +40,11 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::effects::JobSignal;
 use crate::policy::order::Peer;
 use crate::policy::{JobEvent, Limits, OnBudget, Verdict};
-use crate::process::ProcessIdentity;
 use crate::stages::StageFigures;
+use headroom_model::effects::JobSignal;
+use headroom_model::process::ProcessIdentity;
 
 /// How long a job that ended stays listed (the app's Jobs, the terminal guards' job files);
 /// its verdict stays in the history database's "Recent verdicts".
@@ -243,7 +243,7 @@ pub struct JobView {
     /// Its own cgroup, where it has one (Linux): what its job file names, so that the job
     /// can be paused, resumed and stopped should its guard die.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cgroup: Option<crate::counters::JobCgroup>,
+    pub cgroup: Option<headroom_model::counters::JobCgroup>,
 }
 
 impl JobStatus {

@@ -8,12 +8,12 @@ use super::tests::{
     cfg, has, id, moment, pausing, reached, running, set, signal_of, spec, stopped, t0, MIB,
 };
 use super::*;
-use crate::effects::{Control, JobSignal};
-use crate::members::Member;
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::StopReason;
-use crate::process::{ProcessIdentity, TreeMemory};
 use crate::sample::{Sample, TrackedSample};
+use headroom_model::effects::{Control, JobSignal};
+use headroom_model::members::Member;
+use headroom_model::process::{ProcessIdentity, TreeMemory};
 
 /// Sample `seq` (every 500 ms) of several one-process jobs; those in `paused` are stopped.
 fn sample_of(
@@ -52,7 +52,7 @@ fn sample_of(
         seq,
         at: t0() + Duration::from_millis(seq * 500),
         since_start: Duration::from_millis(seq * 500),
-        system: Some(crate::testdata::system_counters(swap, free)),
+        system: Some(headroom_model::testdata::system_counters(swap, free)),
         tracked,
         error: None,
     }
@@ -173,7 +173,7 @@ fn remote(pid: u32, started_ms: u64, paused_since_ms: Option<i64>) -> Peer {
             guard_pid: pid + 1000,
         },
         pid,
-        started_at_ms: crate::units::unix_ms(t0() + Duration::from_millis(started_ms)),
+        started_at_ms: headroom_model::units::unix_ms(t0() + Duration::from_millis(started_ms)),
         paused_since_ms,
         resumed_at_ms: None,
         resumes_by_itself: true,
@@ -253,7 +253,7 @@ fn a_younger_job_paused_by_the_same_growth_answers_the_crossing() {
     );
     let none = HashSet::new();
     engine.on_sample(&sample_of(0, 0, 50.0, &[leader], &none));
-    let paused_ms = crate::units::unix_ms(t0() + Duration::from_millis(5_500));
+    let paused_ms = headroom_model::units::unix_ms(t0() + Duration::from_millis(5_500));
     engine.set_peers(vec![remote(81, 2_000, Some(paused_ms))]);
     let a = engine.on_sample(&sample_of(12, 150 * MIB, 50.0, &[leader], &none));
     assert!(signal_of(&a).is_none() && !has(&a, |x| matches!(x, Action::MakeRoom { .. })));

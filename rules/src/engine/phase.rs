@@ -5,12 +5,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use crate::counters::RunState;
-use crate::effects::{JobSignal, StopReport};
-use crate::enforce::KILL_WAIT;
-use crate::members::Member;
 use crate::policy::{EndReason, StopReason, Survivor};
-use crate::process::ProcessIdentity;
+use headroom_model::counters::RunState;
+use headroom_model::effects::KILL_WAIT;
+use headroom_model::effects::{JobSignal, StopReport};
+use headroom_model::members::Member;
+use headroom_model::process::ProcessIdentity;
 
 /// How long a member sent SIGSTOP and waiting in the kernel ([`RunState::Waiting`]: a stop
 /// takes effect only once it leaves the wait) may take to be seen stopped before it counts

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::JobMode;
 use crate::policy::{OnBudget, Verdict};
-use crate::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
 
 /// A job that ended, with its verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

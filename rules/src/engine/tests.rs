@@ -4,18 +4,18 @@
 use std::time::SystemTime;
 
 use super::*;
-use crate::counters::{RunState, SystemCounters};
-use crate::effects::{Control, JobSignal, Refused, SignalReport};
-use crate::members::{JobIds, Member};
 use crate::policy::EndReason;
-use crate::process::{ProcessIdentity, TreeMemory};
 use crate::sample::{Sample, TrackedSample};
+use headroom_model::counters::{RunState, SystemCounters};
+use headroom_model::effects::{Control, JobSignal, Refused, SignalReport};
+use headroom_model::members::{JobIds, Member};
+use headroom_model::process::{ProcessIdentity, TreeMemory};
 
 pub(super) const MIB: u64 = 1 << 20;
 const GRACE: Duration = Duration::from_secs(2);
 
 pub(super) fn system(swap: u64, free: f64) -> SystemCounters {
-    crate::testdata::system_counters(swap, free)
+    headroom_model::testdata::system_counters(swap, free)
 }
 
 /// When the test jobs start: samples are dated from it, so the engine's durations are exact.

@@ -2,7 +2,7 @@
 //! notifications say the same things.
 
 use crate::policy::{JobEvent, OnBudget, StopReason};
-use crate::units::{format_bytes, format_duration};
+use headroom_model::units::{format_bytes, format_duration};
 
 /// Longest command shown in a notification, characters.
 const NOTIFICATION_COMMAND_CHARS: usize = 60;

@@ -208,7 +208,7 @@ proptest::proptest! {
             run_time: None,
         };
         let prediction = predict(&[past]).unwrap();
-        let free_then = crate::units::percent_of_bytes(free_start_percent, base_bytes);
+        let free_then = headroom_model::units::percent_of_bytes(free_start_percent, base_bytes);
         let room = Room {
             free_bytes: (free_then as f64 * free_now_share) as u64,
             floor_bytes: (base_bytes as f64 * floor_share) as u64,

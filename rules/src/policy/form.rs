@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 use super::{Limits, OnBudget};
-use crate::units::{parse_bytes, parse_percent};
+use headroom_model::units::{parse_bytes, parse_percent};
 
 /// A field of the guard form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -239,7 +239,7 @@ pub struct Observation {
     #[serde(default)]
     pub compressed_bytes: Option<u64>,
     /// Memory in use from the kernel's page counts (macOS), where the OS has them: what a
-    /// run's need is measured by there ([`crate::counters::SystemCounters::in_use_bytes`]).
+    /// run's need is measured by there ([`headroom_model::counters::SystemCounters::in_use_bytes`]).
     #[serde(default)]
     pub in_use_bytes: Option<u64>,
     /// How much the footprints of the other jobs running grew since this job started, and
@@ -248,7 +248,7 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub others: Option<Others>,
     /// The memory not in use now, where the OS counts memory in use by pages
-    /// ([`crate::counters::SystemCounters::room_bytes`]).
+    /// ([`headroom_model::counters::SystemCounters::room_bytes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub room_bytes: Option<u64>,
     /// The kernel's OOM kills so far (host-wide count; Linux), where the OS has it.
@@ -277,7 +277,7 @@ pub struct Others {
 impl Observation {
     /// What a reading of `system` at `t` says of the machine. What only the job's own reading
     /// says (its footprint, its kernel peak, its own cgroup's OOM count) is the caller's to set.
-    pub fn of_system(t: Duration, system: &crate::counters::SystemCounters) -> Self {
+    pub fn of_system(t: Duration, system: &headroom_model::counters::SystemCounters) -> Self {
         Observation {
             t,
             swap_used_bytes: system.swap_used_bytes,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::format_bytes;
+use headroom_model::units::format_bytes;
 
 /// Why a guard stopped a job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 pub use super::Others;
-use crate::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
 
 /// Another job running beside the one judged (of the same engine, or of another guard as its
 /// job file says), as its share of the rise is weighed.
@@ -81,7 +81,7 @@ pub fn taken_bytes(rise_bytes: u64, own_bytes: u64, others_growth_bytes: u64) ->
 #[cfg(test)]
 mod tests {
     use super::{others_growth_bytes, taken_bytes, OtherJob};
-    use crate::process::ProcessIdentity;
+    use headroom_model::process::ProcessIdentity;
 
     const GIB: u64 = 1 << 30;
 

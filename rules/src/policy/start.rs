@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{Limits, Observation};
-use crate::units::{format_bytes, format_duration};
+use headroom_model::units::{format_bytes, format_duration};
 
 /// Why a job is not started yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::reasons::EndReason;
 use super::Limits;
 use crate::stages::{grew_swap, StageFigures};
-use crate::units::{format_bytes, format_delta_bytes, format_duration};
+use headroom_model::units::{format_bytes, format_delta_bytes, format_duration};
 
 /// The verdict on a finished job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

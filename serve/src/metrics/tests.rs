@@ -2,8 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use headroom_core::policy::{EndReason, StopReason, Verdict};
-use headroom_core::testdata;
+use headroom_rules::policy::{EndReason, StopReason, Verdict};
 
 use super::*;
 
@@ -11,7 +10,7 @@ fn verdict(fits: bool, ended: EndReason) -> Verdict {
     Verdict {
         fits,
         lowest_free_percent: Some(12.5),
-        ..testdata::verdict(2 << 30, 1 << 30, ended)
+        ..headroom_rules::testdata::verdict(2 << 30, 1 << 30, ended)
     }
 }
 
@@ -41,12 +40,12 @@ fn system_gauges_and_the_swap_rate() {
     let mut m = Metrics::new(MetricsHandle::default());
     let t0 = Instant::now();
     m.update(
-        Some(&headroom_core::testdata::system_counters(1 << 30, 38.0)),
+        Some(&headroom_model::testdata::system_counters(1 << 30, 38.0)),
         t0,
         Vec::new(),
     );
     m.update(
-        Some(&headroom_core::testdata::system_counters(2 << 30, 30.0)),
+        Some(&headroom_model::testdata::system_counters(2 << 30, 30.0)),
         t0 + Duration::from_secs(10),
         Vec::new(),
     );
@@ -137,7 +136,7 @@ fn jobs_are_labelled_and_each_end_is_counted_once() {
 
 #[test]
 fn the_scope_says_host_or_the_cgroup_whose_limit_binds() {
-    let host = headroom_core::testdata::system_counters(0, 90.0);
+    let host = headroom_model::testdata::system_counters(0, 90.0);
     let names = |s: &SystemCounters| -> Vec<(String, Vec<(&'static str, String)>)> {
         scope_families(s)
             .into_iter()
@@ -154,7 +153,7 @@ fn the_scope_says_host_or_the_cgroup_whose_limit_binds() {
     let pod = SystemCounters {
         total_bytes: 256 << 20,
         free_percent: 31.0,
-        cgroup: Some(Box::new(headroom_core::counters::CgroupMemory {
+        cgroup: Some(Box::new(headroom_model::counters::CgroupMemory {
             version: 2,
             path: "/kubepods.slice/pod1234/ctr".into(),
             limit_path: "/kubepods.slice/pod1234".into(),

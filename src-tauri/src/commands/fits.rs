@@ -1,13 +1,13 @@
 //! "Will it fit?" in the popover: for the keys of the most recent runs, and for the process
-//! picked in the Guard form, the prediction from their past runs (`headroom_core::fit`, read
+//! picked in the Guard form, the prediction from their past runs (`headroom_rules::fit`, read
 //! from the one run history) and the answer for the free memory of the latest sample, above
 //! the free floor of the settings.
 
 use std::time::SystemTime;
 
-use headroom_core::fit::{answer, key_of_command_line, Prediction, Room};
 use headroom_core::store::Store;
-use headroom_core::units::{format_bytes, unix_ms};
+use headroom_model::units::{format_bytes, unix_ms};
+use headroom_rules::fit::{answer, key_of_command_line, Prediction, Room};
 use serde::Serialize;
 use tauri::State;
 
@@ -109,7 +109,7 @@ pub fn get_fits(state: State<'_, AppState>) -> CommandResult<Vec<UiFit>> {
 }
 
 /// The prediction for a process picked in the Guard form and its past verdicts: of the key
-/// typed in the form, else of its command line's (`headroom_core::fit::key_of_command_line`).
+/// typed in the form, else of its command line's (`headroom_rules::fit::key_of_command_line`).
 #[tauri::command]
 pub fn get_fit_of(
     state: State<'_, AppState>,

@@ -1,9 +1,9 @@
 //! What the page gets for a job: the app's own jobs, read-only ones of terminal guards (their
 //! job files), and finished ones from the history database.
 
-use headroom_core::engine::{FinishedJob, JobView};
 use headroom_core::jobfile::JobFile;
-use headroom_core::policy::Verdict;
+use headroom_rules::engine::{FinishedJob, JobView};
+use headroom_rules::policy::Verdict;
 use serde::Serialize;
 
 use crate::state::AppState;

@@ -42,7 +42,7 @@ pub fn get_config() -> UiConfig {
         windows_seconds: CHART_WINDOWS_SECONDS.to_vec(),
         tick_window_seconds: TICK_WINDOW_SECONDS,
         max_processes: MAX_PROCESSES,
-        defaults: headroom_core::defaults::page().into_iter().collect(),
+        defaults: headroom_rules::defaults::page().into_iter().collect(),
     }
 }
 

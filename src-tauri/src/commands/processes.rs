@@ -1,8 +1,8 @@
-//! The process list (`headroom_core::process_list`): every process this user may see, by
+//! The process list (`headroom_os::process_list`): every process this user may see, by
 //! footprint, filtered by the search box, capped at [`MAX_PROCESSES`] rows with the number
 //! that matched.
 
-use headroom_core::process_list::{process_list, ProcessList};
+use headroom_os::process_list::{process_list, ProcessList};
 use tauri::State;
 
 use crate::error::CommandResult;

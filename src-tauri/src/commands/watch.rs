@@ -1,17 +1,18 @@
 //! Watching and guarding a process from the list (and letting go of it), and the Jobs and
 //! "Recent verdicts" lists. The guard form's text is checked in core
-//! (`headroom_core::policy::LimitsForm`).
+//! (`headroom_rules::policy::LimitsForm`).
 
-use headroom_core::counters::CounterSource;
-use headroom_core::engine::{JobMode, JobSpec};
-use headroom_core::members::{MemberSet, Members};
-use headroom_core::policy::{Limits, LimitsForm};
-use headroom_core::process::ProcessIdentity;
+use headroom_model::process::ProcessIdentity;
+use headroom_os::counters::CounterSource;
+use headroom_os::members::{MemberSet, Members};
+use headroom_rules::engine::{JobMode, JobSpec};
+use headroom_rules::policy::{Limits, LimitsForm};
 use tauri::State;
 
 use super::job_rows::{external_jobs, ui_job, UiJob, UiRecentJob, RECENT_JOBS};
 use crate::error::CommandResult;
 use crate::state::{lock, AppState};
+use headroom_os::process::ProcessLookup;
 
 /// Adds a job of `mode` over process `pid` with `limits`, its run recorded under `key` (its
 /// command line's when `None`); a guard is refused on a process Headroom may not signal.
@@ -90,7 +91,7 @@ pub fn guard(
 
 /// A key as typed in the Guard form (core's one rule: `typed_key`): `None` when blank.
 pub fn named_key(key: Option<String>) -> Option<String> {
-    key.as_deref().and_then(headroom_core::fit::typed_key)
+    key.as_deref().and_then(headroom_rules::fit::typed_key)
 }
 
 /// Stop watching or guarding a job (never stops its process).

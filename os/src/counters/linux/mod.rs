@@ -10,6 +10,7 @@
 //! pgpgin/pgpgout KiB), `PID/status` (RssAnon + RssShmem = footprint, VmRSS, VmSwap),
 //! `PID/stat` (ppid, pgrp, start time), `PID/cmdline`, `PID/task/TID/children`.
 
+use headroom_model::counters::CgroupMemory;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -26,8 +27,8 @@ use self::read::{at_path, pid_text, with_file, with_kept_file};
 #[cfg(test)]
 use self::system::under_limit;
 use super::{
-    CgroupMemory, CounterSource, FootprintRow, JobCgroup, JobCgroupState, OwnDirs, ProcessInfo,
-    ProcessMemory, ProcessState, Result, RunState, SystemCounters,
+    CounterSource, FootprintRow, JobCgroup, JobCgroupState, OwnDirs, ProcessInfo, ProcessMemory,
+    ProcessState, Result, RunState, SystemCounters,
 };
 use crate::error::CounterError;
 
@@ -288,15 +289,15 @@ impl CounterSource for Counters {
 
     /// `/proc/PID/environ` (as the process started: the kernel shows the environment it
     /// was exec'd with; only our own user's processes, or every one as root) names `mark` in
-    /// [`crate::counters::JOB_MARK_ENV`].
+    /// [`headroom_model::counters::JOB_MARK_ENV`].
     fn carries_job_mark(&self, pid: u32, mark: &str) -> Result<bool> {
         with_file(&self.pid_path(pid, "environ"), Some(pid), |b| {
             let env: Vec<std::borrow::Cow<'_, str>> = b
                 .split(|&c| c == 0)
-                .filter(|v| v.starts_with(crate::counters::JOB_MARK_ENV.as_bytes()))
+                .filter(|v| v.starts_with(headroom_model::counters::JOB_MARK_ENV.as_bytes()))
                 .map(String::from_utf8_lossy)
                 .collect();
-            Ok(crate::counters::env_names_job_mark(&env, mark))
+            Ok(headroom_model::counters::env_names_job_mark(&env, mark))
         })
     }
 

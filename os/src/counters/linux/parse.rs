@@ -2,7 +2,7 @@
 //! process's `status`, `stat`, `cmdline` and `children`. No I/O; a mangled file gives zeros or
 //! `None`, never a panic (property-tested in `tests.rs` and `core/src/fuzz_tests.rs`).
 
-use super::super::{PressureLevel, ProcessMemory};
+use headroom_model::counters::{PressureLevel, ProcessMemory};
 
 const KIB: u64 = 1024;
 

@@ -12,8 +12,9 @@ use std::path::Path;
 use super::cgroup::Found;
 use super::parse::{kib, parse_meminfo, parse_psi, parse_vmstat};
 use super::read::with_kept_file;
-use crate::counters::{CgroupMemory, Result, SystemCounters};
+use crate::counters::Result;
 use crate::error::CounterError;
+use headroom_model::counters::{CgroupMemory, SystemCounters};
 
 /// A full read (see the module docs) of the `/proc` at `proc_root`; `cgroup` reads our own
 /// memory cgroup, on a host of the memory it is given.

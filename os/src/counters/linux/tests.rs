@@ -3,7 +3,7 @@
 
 use super::parse::*;
 use super::*;
-use crate::counters::PressureLevel;
+use headroom_model::counters::PressureLevel;
 
 fn fixture(name: &str) -> Counters {
     Counters::with_proc_root(

@@ -12,11 +12,11 @@ use super::{
     bsdinfo, shortinfo, uniqinfo, vm, xsw, BsdInfo, OncePerInterval, VmAnswer, LIVE_ONLY,
     ZOMBIES_TOO,
 };
-use crate::counters::{
-    CounterSource, FootprintRow, PressureLevel, ProcessInfo, ProcessMemory, ProcessState, Result,
-    RunState, SystemCounters,
-};
+use crate::counters::{CounterSource, Result};
 use crate::error::CounterError;
+use headroom_model::counters::{
+    FootprintRow, PressureLevel, ProcessInfo, ProcessMemory, ProcessState, RunState, SystemCounters,
+};
 
 /// `proc_pidinfo` flavors the reader asks for (`bsd/sys/proc_info.h`).
 pub mod flavor {
@@ -400,7 +400,7 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
                 return Ok(false);
             };
             let env = super::procargs2_env(buf.get(..len).unwrap_or_default());
-            Ok(crate::counters::env_names_job_mark(&env, mark))
+            Ok(headroom_model::counters::env_names_job_mark(&env, mark))
         })
     }
 

@@ -182,11 +182,11 @@ fn procargs2_environment_ends_at_the_first_empty_string() {
         crate::counters::xnu::procargs2_env(&buf),
         ["HOME=/Users/me", "HEADROOM_JOB=1.2"]
     );
-    assert!(crate::counters::env_names_job_mark(
+    assert!(headroom_model::counters::env_names_job_mark(
         &["HEADROOM_JOB=9.9:1.2"],
         "1.2"
     ));
-    assert!(!crate::counters::env_names_job_mark(
+    assert!(!headroom_model::counters::env_names_job_mark(
         &["HEADROOM_JOB=11.2"],
         "1.2"
     ));

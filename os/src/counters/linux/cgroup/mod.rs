@@ -27,8 +27,9 @@ mod parse;
 use std::path::{Path, PathBuf};
 
 use self::parse::{cgroup_paths, memory_mounts, parse_limit, stat_value, v1_path, MountKind};
-use crate::counters::{CgroupMemory, JobCgroup, JobCgroupState, OwnDirs, Result as CounterResult};
+use crate::counters::Result as CounterResult;
 use crate::error::CounterError;
+use headroom_model::counters::{CgroupMemory, JobCgroup, JobCgroupState, OwnDirs};
 
 /// Where a process's memory cgroup is: resolved once per process and kept.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -67,7 +67,7 @@ fn a_recorded_pod_limit_binds_its_container() {
     // The pressure is the container's own (its memory.pressure: no stall recorded).
     assert_eq!(
         memory.pressure,
-        Some(crate::counters::PressureLevel::Normal)
+        Some(headroom_model::counters::PressureLevel::Normal)
     );
 }
 
@@ -86,10 +86,16 @@ fn under_a_v2_limit_the_pressure_is_the_cgroups_own() {
     .unwrap();
     let location = locate(dir.path(), "self").unwrap().unwrap();
     let memory = limited(read_memory(&location, HOST));
-    assert_eq!(memory.pressure, Some(crate::counters::PressureLevel::Warn));
-    let host = crate::testdata::system_counters(0, 90.0);
+    assert_eq!(
+        memory.pressure,
+        Some(headroom_model::counters::PressureLevel::Warn)
+    );
+    let host = headroom_model::testdata::system_counters(0, 90.0);
     let seen = crate::counters::linux::under_limit(host.clone(), memory);
-    assert_eq!(seen.pressure, Some(crate::counters::PressureLevel::Warn));
+    assert_eq!(
+        seen.pressure,
+        Some(headroom_model::counters::PressureLevel::Warn)
+    );
     assert_eq!(seen.cgroup.unwrap().host_pressure, host.pressure);
     // Refused (psi=0 answers EOPNOTSUPP; here a folder in its place): unknown, and the
     // limit still read.
@@ -298,7 +304,7 @@ fn the_counters_take_the_limit_and_keep_the_host() {
         &locate(&fixture(), "self").unwrap().unwrap(),
         HOST,
     ));
-    let host = crate::testdata::system_counters(5 * MIB, 90.0);
+    let host = headroom_model::testdata::system_counters(5 * MIB, 90.0);
     let seen = crate::counters::linux::under_limit(host.clone(), memory);
     assert_eq!(seen.total_bytes, 256 * MIB);
     assert!((seen.free_percent - 60.63).abs() < 0.01);
@@ -317,7 +323,7 @@ fn the_counters_take_the_limit_and_keep_the_host() {
 fn a_recorded_v2_job_cgroup_read_as_a_jobs_own() {
     // The job's own cgroup on a v2 host (after its OOM kill): its processes, freezer state,
     // the kernel's peak, the OOM count from its own `memory.events`, and its usage now.
-    let job = crate::counters::JobCgroup {
+    let job = headroom_model::counters::JobCgroup {
         version: 2,
         memory_dir: fixture().join("sys/fs/cgroup/job"),
         freezer_dir: None,
@@ -332,7 +338,7 @@ fn a_recorded_v2_job_cgroup_read_as_a_jobs_own() {
     assert_eq!(state.working_set_bytes, Some(0));
     assert_eq!(state.swap_bytes, Some(0));
     // A job cgroup that is gone is an error, not an empty job.
-    let gone = crate::counters::JobCgroup {
+    let gone = headroom_model::counters::JobCgroup {
         memory_dir: fixture().join("sys/fs/cgroup/no-such-job"),
         ..job
     };
@@ -405,7 +411,7 @@ fn the_counters_read_a_whole_recorded_v2_host_from_its_root() {
     assert_eq!(cgroup.host_total_bytes, 983_744 * 1024);
     assert_eq!(
         system.pressure,
-        Some(crate::counters::PressureLevel::Normal)
+        Some(headroom_model::counters::PressureLevel::Normal)
     );
     assert_eq!(system.cgroup_note, None);
 }

@@ -5,9 +5,15 @@
 //! done, not only what it asked for. [`StopReport`] is what a whole stop did, as `--json`
 //! shows it.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::process::ProcessIdentity;
+
+/// How long a stop waits after SIGKILL for every member to be gone before it says which
+/// are left (the enforcer's wait, and the engine's stop phase).
+pub const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// What the owner of a job may ask of it (`headroom pause|resume|stop PID`, the app's
 /// buttons); the job engine decides whether it makes sense now.
