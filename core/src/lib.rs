@@ -40,8 +40,4 @@ pub mod trace;
 #[cfg(test)]
 mod fuzz_tests;
 #[cfg(all(test, unix))]
-mod mac_lineage_tests;
-#[cfg(all(test, unix))]
 mod mac_memory_tests;
-#[cfg(all(test, unix))]
-mod mac_tests;

@@ -1,4 +1,4 @@
-"""The swap lab of the Rust tests (tests/support/mod.rs), for the Python tests: a swap file
+"""The swap lab of the Rust tests (tests/it/support/mod.rs), for the Python tests: a swap file
 and a memory cgroup with a small limit, so that a job's memory past the limit goes to real
 swap. Needs root; everything is undone on exit, even when a test fails.
 """

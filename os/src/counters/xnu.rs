@@ -345,5 +345,9 @@ pub const ZOMBIES_TOO: u64 = 1;
 #[cfg(all(unix, any(test, feature = "fake-mac")))]
 #[doc(hidden)]
 pub mod fake_tests;
+#[cfg(all(test, unix))]
+mod lineage_tests;
+#[cfg(all(test, unix))]
+mod mac_tests;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
 //! Keys, needs, predictions and answers, table-tested (the recorded Mac traces as past runs:
-//! `core/tests/fit_fixtures.rs`, where traces are read).
+//! `core/tests/it/fit_fixtures.rs`, where traces are read).
 
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
 

@@ -6,7 +6,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 

@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)]
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -7,12 +7,12 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
 
+use crate::counters::xnu::fake_tests::FakeMac;
+use crate::counters::xnu::reader::XnuReader;
+use crate::counters::CounterSource;
+use crate::members::{Members, LINEAGE_EVERY};
 use headroom_model::counters::JOB_MARK_ENV;
 use headroom_model::process::ProcessIdentity;
-use headroom_os::counters::xnu::fake_tests::FakeMac;
-use headroom_os::counters::xnu::reader::XnuReader;
-use headroom_os::counters::CounterSource;
-use headroom_os::members::{Members, LINEAGE_EVERY};
 
 const USER: u32 = 501;
 const MARK: &str = "4242.1700000100000000";

@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)]
 #![cfg(target_os = "macos")]
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

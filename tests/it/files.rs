@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used)]
 #![cfg(target_os = "linux")]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
 
-mod support;
+use crate::support;
 
 use support::{headroom, hog_path};
 

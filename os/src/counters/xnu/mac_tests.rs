@@ -1,22 +1,20 @@
 //! What a real Mac would do to Headroom, run here: the macOS reader
-//! ([`headroom_os::counters::xnu::reader::XnuReader`]) on a fake process table with macOS's rules
-//! ([`headroom_os::counters::xnu::fake_tests::FakeMac`]), under the membership, the stop, the pause
+//! ([`crate::counters::xnu::reader::XnuReader`]) on a fake process table with macOS's rules
+//! ([`crate::counters::xnu::fake_tests::FakeMac`]), under the membership, the stop, the pause
 //! and the boot id. Each test names the defect of issue 21 it proves fixed.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
 
 use std::time::Duration;
 
+use crate::counters::xnu::fake_tests::{FakeMac, Run, HOST_STATS_REAL_PER_WINDOW, PAGE_BYTES};
+use crate::counters::xnu::reader::{Xnu, XnuReader};
+use crate::counters::CounterSource;
+use crate::enforce::{signal_each, Refusal, Safety};
+use crate::members::{Members, LINEAGE_EVERY};
 use headroom_model::counters::RunState;
 use headroom_model::effects::JobSignal;
 use headroom_model::process::ProcessIdentity;
-use headroom_os::counters::xnu::fake_tests::{
-    FakeMac, Run, HOST_STATS_REAL_PER_WINDOW, PAGE_BYTES,
-};
-use headroom_os::counters::xnu::reader::{Xnu, XnuReader};
-use headroom_os::counters::CounterSource;
-use headroom_os::enforce::{signal_each, Refusal, Safety};
-use headroom_os::members::{Members, LINEAGE_EVERY};
 
 const USER: u32 = 501;
 
