@@ -5,6 +5,7 @@
 
 // The OS is called through headroom-os only (ARCHITECTURE.md).
 #![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
 
 mod cli;
 

@@ -2,6 +2,7 @@
 //!
 //! The design bound is 10 MB; the figure is also printed for `docs/benchmarks.md`.
 
+#![allow(clippy::too_many_lines, reason = "a test reads as one scenario")]
 // A panic is a failed test: tests may unwrap.
 #![allow(clippy::unwrap_used)]
 

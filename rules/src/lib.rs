@@ -15,6 +15,7 @@
 //! map.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
 
 pub mod defaults;
 pub mod engine;

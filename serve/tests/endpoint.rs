@@ -2,6 +2,7 @@
 //! that never finishes its headers, an oversized request, 200 connections at once): the
 //! endpoint keeps answering the others, and its memory does not grow.
 
+#![allow(clippy::too_many_lines, reason = "a test reads as one scenario")]
 // A panic is a failed test: tests may unwrap.
 #![allow(clippy::unwrap_used)]
 

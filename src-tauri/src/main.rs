@@ -1,5 +1,6 @@
 //! The Headroom menu-bar app's entry point.
 
+#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
 // The OS is called through headroom-os only (ARCHITECTURE.md).
 #![forbid(unsafe_code)]
 

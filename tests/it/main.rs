@@ -5,6 +5,7 @@
 //! one area.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
+#![allow(clippy::too_many_lines, reason = "a test reads as one scenario")]
 
 mod support;
 

@@ -76,9 +76,11 @@ pub fn drive(
 /// interrupted (a command it started is then stopped first; a watched process is left
 /// alone). `sinks` see every sample and event, each on a thread of its own; `peers` lists
 /// other guards' pausable jobs, for a job that pauses at its budget (the pause order).
-///
-/// Long because: the set-up is one sequence whose order is the guarantee (what can fail
-/// before the spawn, the socket and the outputs before the loop, the stop on a panic).
+#[expect(
+    clippy::too_many_lines,
+    reason = "the set-up is one sequence whose order is the guarantee (what can fail before \
+              the spawn, the socket and the outputs before the loop, the stop on a panic)"
+)]
 pub fn run(
     counters: &Counters,
     safety: &Safety,

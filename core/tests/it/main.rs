@@ -4,6 +4,7 @@
 //! allocator, which would count every other test's heap too.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
+#![allow(clippy::too_many_lines, reason = "a test reads as one scenario")]
 
 mod fit_fixtures;
 mod fixture_traces;
