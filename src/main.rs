@@ -5,16 +5,21 @@
 
 // The OS is called through headroom-os only (ARCHITECTURE.md).
 #![forbid(unsafe_code)]
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 
 mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let matches = cli::Cli::command().get_matches();
+    let args = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli::given::remember(matches);
     init_logging(args.verbose);
     match cli::run(args) {
         Ok(code) => code,

@@ -17,7 +17,10 @@
 //! `unsafe`). `ARCHITECTURE.md` is the map. It has no Tauri and no clap in it.
 
 #![forbid(unsafe_code)]
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 
 pub mod chart;
 #[cfg(unix)]

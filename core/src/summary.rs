@@ -70,10 +70,10 @@ pub struct Summary {
 /// highest of [`headroom_rules::policy::share::taken_bytes`] over its samples, alone on the machine.
 fn in_use_taken(trace: &Trace, samples: &[&SampleRecord], start: u64) -> u64 {
     // The room at its start, where the trace says what memory the kernel hands out.
-    let usable = trace.start.as_ref().and_then(|m| {
-        m.get("usable_memory")
-            .or_else(|| m.get("total_memory"))
-            .and_then(serde_json::Value::as_u64)
+    let usable = trace.start.as_ref().and_then(|start| {
+        let run = &start.run;
+        run.usable_bytes
+            .or_else(|| (run.total_bytes > 0).then_some(run.total_bytes))
     });
     let room_start = usable.map_or(u64::MAX, |u| u.saturating_sub(start));
     samples

@@ -9,7 +9,10 @@
 //! the map.
 
 #![forbid(unsafe_code)]
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 
 pub mod counters;
 pub mod effects;

@@ -10,7 +10,10 @@
 //! The boundary, kept by the compiler: `libc` and `mach2` are dependencies of this crate
 //! only, and every crate above it forbids `unsafe`. `ARCHITECTURE.md` is the map.
 
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 pub mod counters;
 #[cfg(unix)]
 pub mod enforce;

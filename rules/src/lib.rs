@@ -15,7 +15,10 @@
 //! map.
 
 #![forbid(unsafe_code)]
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 
 pub mod defaults;
 pub mod engine;

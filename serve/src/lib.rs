@@ -8,7 +8,10 @@
 //! single-threaded tokio runtime, bounded against slow and hostile clients, and fair at its
 //! limit (`connections`).
 
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 // The OS is called through headroom-os only (ARCHITECTURE.md).
 #![forbid(unsafe_code)]
 

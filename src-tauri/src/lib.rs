@@ -3,7 +3,10 @@
 //! so commands are tested with Tauri's mock runtime; the tray and plugins are added only by
 //! [`run`].
 
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 // The OS is called through headroom-os only (ARCHITECTURE.md).
 #![forbid(unsafe_code)]
 

@@ -1,6 +1,9 @@
 //! The Headroom menu-bar app's entry point.
 
-#![cfg_attr(test, allow(clippy::too_many_lines, reason = "a test reads as one scenario"))]
+#![cfg_attr(
+    test,
+    allow(clippy::too_many_lines, reason = "a test reads as one scenario")
+)]
 // The OS is called through headroom-os only (ARCHITECTURE.md).
 #![forbid(unsafe_code)]
 

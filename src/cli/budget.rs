@@ -44,7 +44,62 @@ pub struct BudgetArgs {
     pub notify_step: u64,
 }
 
+/// The ids of [`BudgetArgs`]' flags, as clap names them (`--swap-budget` is `swap_budget`).
+pub const BUDGET_FLAGS: [&str; 7] = [
+    "swap_budget",
+    "swap_limit",
+    "kill_free",
+    "fits_tolerance",
+    "tight_compressed",
+    "tight_free",
+    "notify_step",
+];
+
 impl BudgetArgs {
+    /// `limits` with the flags named in `given` (ids of [`BUDGET_FLAGS`]) set from these.
+    pub fn override_given(&self, limits: Limits, given: &[&str]) -> Limits {
+        let mine = self.limits(limits.lookahead);
+        let pick = |id: &str| given.contains(&id);
+        Limits {
+            swap_budget_bytes: if pick("swap_budget") {
+                mine.swap_budget_bytes
+            } else {
+                limits.swap_budget_bytes
+            },
+            swap_limit_bytes: if pick("swap_limit") {
+                mine.swap_limit_bytes
+            } else {
+                limits.swap_limit_bytes
+            },
+            kill_free_percent: if pick("kill_free") {
+                mine.kill_free_percent
+            } else {
+                limits.kill_free_percent
+            },
+            fits_tolerance_bytes: if pick("fits_tolerance") {
+                mine.fits_tolerance_bytes
+            } else {
+                limits.fits_tolerance_bytes
+            },
+            tight_compressed_bytes: if pick("tight_compressed") {
+                mine.tight_compressed_bytes
+            } else {
+                limits.tight_compressed_bytes
+            },
+            tight_free_percent: if pick("tight_free") {
+                mine.tight_free_percent
+            } else {
+                limits.tight_free_percent
+            },
+            notify_step_bytes: if pick("notify_step") {
+                mine.notify_step_bytes
+            } else {
+                limits.notify_step_bytes
+            },
+            ..limits
+        }
+    }
+
     /// The limits these flags describe (start-gate fields at their defaults).
     pub fn limits(&self, poll: Duration) -> Limits {
         Limits {
@@ -145,7 +200,7 @@ impl JobArgs {
         self.run
             .trace
             .as_deref()
-            .map(|path| TraceSink::create(path, command, self.run.poll))
+            .map(|path| TraceSink::create(path, command, self.run.poll, &self.limits()))
             .transpose()
     }
 }

@@ -208,7 +208,7 @@ fn import(
     let summary = headroom_core::summary::summarize(&trace)
         .ok_or_else(|| exit::Invalid(format!("{}: no samples", path.display())))?;
     let meta = trace.start.clone().unwrap_or_default();
-    let total = total_memory.or_else(|| meta.get("total_memory").and_then(|v| v.as_u64()));
+    let total = total_memory.or_else(|| (meta.run.total_bytes > 0).then_some(meta.run.total_bytes));
     let tolerance = d::FITS_TOLERANCE_BYTES;
     let verdict = Verdict {
         fits: summary.swap_rise_bytes <= tolerance,
@@ -228,8 +228,8 @@ fn import(
         oom_killed: None,
     };
     let started = meta
-        .get("utc")
-        .and_then(|v| v.as_str())
+        .utc
+        .as_deref()
         .and_then(headroom_core::trace::parse_utc)
         .unwrap_or_else(SystemTime::now);
     let ended = started + verdict.duration;
@@ -238,11 +238,7 @@ fn import(
             pid: 0,
             start_time: 0,
         },
-        command: meta
-            .get("command")
-            .and_then(|v| v.as_str())
-            .unwrap_or(key)
-            .to_string(),
+        command: meta.command.clone().unwrap_or_else(|| key.to_string()),
         mode: JobMode::Watch,
         started_at_ms: unix_ms(started),
         ended_at_ms: unix_ms(ended),
@@ -251,7 +247,7 @@ fn import(
     let free_start_percent = trace.samples.first().map(|s| s.level);
     // A trace's footprint is a Mac's (stageload) or may be: what the run took is what the
     // machine lost (`fit::recorded` without page counts), where the trace says of how much.
-    let base = meta.get("usable_memory").and_then(|v| v.as_u64()).or(total);
+    let base = meta.run.usable_bytes.or(total);
     let taken = match (base, free_start_percent) {
         (Some(base_bytes), Some(free_start_percent)) => Taken::Machine {
             base_bytes,

@@ -7,6 +7,7 @@ mod budget;
 mod control;
 pub mod exit;
 mod fit;
+pub mod given;
 mod guard;
 mod history;
 mod line;

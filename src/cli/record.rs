@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use headroom_core::sampler::recorded::{RunRecord, ToTrace};
 use headroom_core::sampler::Sampler;
-use headroom_core::trace::{round_t, Record, TraceWriter};
+use headroom_core::trace::{round_t, Record, StartRecord, TraceWriter};
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::{CounterSource, Counters};
 use headroom_os::members::{MemberSet, Members};
@@ -67,17 +67,21 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
             .context("installing signal handlers")?;
     }
 
-    let mut meta = start_meta(args);
-    if let Ok(system) = counters.read_system() {
-        meta.extend(RunRecord::of_system(&system).meta());
-    }
+    let start = StartRecord {
+        pids: args.pids.clone(),
+        run: counters
+            .read_system()
+            .map(|system| RunRecord::of_system(&system))
+            .unwrap_or_default(),
+        ..StartRecord::headroom(SystemTime::now(), args.interval)
+    };
     let sampler = Sampler::start(counters, args.interval).context("starting the sampler")?;
     let samples = sampler.subscribe();
     for id in &tracked {
         sampler.track(&MemberSet::new(Members::of_process(*id)));
     }
     writer
-        .start(SystemTime::now(), args.interval, meta)
+        .start(&start)
         .with_context(|| format!("writing {}", args.output.display()))?;
 
     let mut written = 0u64;
@@ -121,16 +125,4 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         args.output.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn start_meta(args: &RecordArgs) -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert("tool".into(), "headroom".into());
-    meta.insert("headroom".into(), env!("CARGO_PKG_VERSION").into());
-    meta.insert("os".into(), std::env::consts::OS.into());
-    meta.insert(
-        "pids".into(),
-        Value::Array(args.pids.iter().map(|&p| p.into()).collect()),
-    );
-    meta
 }

@@ -10,7 +10,9 @@ use headroom_core::drive::Sink;
 use headroom_core::jobfile::Publisher;
 use headroom_core::sampler::recorded::{RunRecord, ToTrace};
 use headroom_core::sampler::Sample;
-use headroom_core::trace::{round_t, EventRecord, Record, TraceWriter};
+use headroom_core::trace::{
+    round_t, utc_string, EventRecord, Record, RecordedLimits, StartRecord, TraceWriter,
+};
 use headroom_model::process::ProcessIdentity;
 use headroom_model::units::printable;
 use headroom_os::counters::{CounterSource, Counters};
@@ -18,6 +20,7 @@ use headroom_os::paths::Dirs;
 use headroom_os::unix::fifo;
 use headroom_rules::engine::{words, JobView};
 use headroom_rules::policy::JobEvent;
+use headroom_rules::policy::Limits;
 use headroom_rules::stages::MAX_STAGES;
 use serde_json::Map;
 
@@ -157,9 +160,9 @@ impl Sink for Printer {
 pub struct TraceSink {
     path: PathBuf,
     writer: TraceWriter<std::fs::File>,
-    /// The `start` record's interval, its tool and command, and where the run is, written
+    /// The `start` record (its interval, command, limits and where the run is), written
     /// once the job has started: with the memory its guard counts from.
-    start: Option<(Duration, Map<String, serde_json::Value>, RunRecord)>,
+    start: Option<StartRecord>,
     last_t: Option<Duration>,
     /// The `end` record, held from the verdict until the outputs finish: the sample that saw
     /// the job end reaches the outputs after its events, and the trace ends after it.
@@ -170,20 +173,28 @@ impl TraceSink {
     /// Creates the trace file: done before the job starts, so a trace that cannot be
     /// written stops nothing. A FIFO must have a reader already (else an error at once,
     /// never a wait). The `start` record follows when the job has started.
-    pub fn create(path: &Path, command: &str, poll: Duration) -> anyhow::Result<Self> {
+    pub fn create(
+        path: &Path,
+        command: &str,
+        poll: Duration,
+        limits: &Limits,
+    ) -> anyhow::Result<Self> {
         let file = fifo::create_for_writing(path)
             .map_err(|e| super::exit::Invalid(format!("--trace {}: {e}", path.display())))?;
-        let mut meta = Map::new();
-        meta.insert("tool".into(), "headroom".into());
-        meta.insert("command".into(), command.into());
         let run = Counters::new()
             .read_system()
             .map(|system| RunRecord::of_system(&system))
             .unwrap_or_default();
+        let start = StartRecord {
+            command: Some(command.into()),
+            run,
+            limits: Some(RecordedLimits::of(limits)),
+            ..StartRecord::headroom(SystemTime::now(), poll)
+        };
         Ok(TraceSink {
             path: path.to_path_buf(),
             writer: TraceWriter::new(file),
-            start: Some((poll, meta, run)),
+            start: Some(start),
             last_t: None,
             end: None,
         })
@@ -192,16 +203,16 @@ impl TraceSink {
     /// Writes the `start` record, once: at the job's start, with the memory it started from
     /// (what its guard counts from) when its view is known.
     fn write_start(&mut self, view: Option<&JobView>) -> std::io::Result<()> {
-        let Some((poll, mut meta, mut run)) = self.start.take() else {
+        let Some(mut start) = self.start.take() else {
             return Ok(());
         };
         if let Some(view) = view {
-            run.swap_start_bytes = Some(view.swap_start_bytes);
-            run.free_start_percent = view.free_start_percent;
-            run.in_use_start_bytes = view.in_use_start_bytes;
+            start.run.swap_start_bytes = Some(view.swap_start_bytes);
+            start.run.free_start_percent = view.free_start_percent;
+            start.run.in_use_start_bytes = view.in_use_start_bytes;
         }
-        meta.extend(run.meta());
-        self.writer.start(SystemTime::now(), poll, meta)
+        start.utc = Some(utc_string(SystemTime::now()));
+        self.writer.start(&start)
     }
 
     fn write_sample(&mut self, sample: &Sample) -> std::io::Result<()> {

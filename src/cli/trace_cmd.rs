@@ -10,8 +10,9 @@ use headroom_core::summary::{stage_windows, summarize, Summary};
 use headroom_core::trace::{read_trace, Trace};
 use headroom_model::units::{format_bytes, format_delta_bytes, format_duration};
 use headroom_rules::engine::{JobMode, JobSpec};
+use headroom_rules::policy::Limits;
 
-use super::budget::BudgetArgs;
+use super::budget::{BudgetArgs, BUDGET_FLAGS};
 use super::exit;
 use super::output::print_json;
 
@@ -60,6 +61,39 @@ fn parse_chart_path(text: &str) -> Result<PathBuf, String> {
     } else {
         Err(format!("'{text}' must end in .svg or .png"))
     }
+}
+
+/// The limits a replay judges `trace` by: those its run was judged under, as its `start`
+/// record keeps them (a guard's trace), each flag given on the command line in place of
+/// its own (said on standard error); else the flags, defaults included.
+fn replay_limits(trace: &Trace, flags: &BudgetArgs, poll: std::time::Duration) -> Limits {
+    let Some(recorded) = trace.start.as_ref().and_then(|s| s.limits.as_ref()) else {
+        return flags.limits(poll);
+    };
+    let given = super::given::given(&["trace", "replay"], &BUDGET_FLAGS);
+    let own = recorded.apply(Limits {
+        lookahead: poll,
+        ..Limits::default()
+    });
+    eprintln!(
+        "headroom: judged by the run's own limits: swap budget {}, free floor {}%{}",
+        format_bytes(own.swap_budget_bytes),
+        own.kill_free_percent,
+        own.swap_limit_bytes
+            .map(|b| format!(", swap limit {}", format_bytes(b)))
+            .unwrap_or_default()
+    );
+    if !given.is_empty() {
+        let flags: Vec<String> = given
+            .iter()
+            .map(|id| format!("--{}", id.replace('_', "-")))
+            .collect();
+        eprintln!(
+            "headroom: {} given: in place of the run's own",
+            flags.join(", ")
+        );
+    }
+    flags.override_given(own, &given)
 }
 
 /// Reads a trace for a subcommand: one without a sample is bad input (exit 2), as a trace
@@ -112,7 +146,7 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
             let spec = JobSpec::new(
                 String::new(),
                 JobMode::Guard,
-                args.budget.limits(poll),
+                replay_limits(&trace, &args.budget, poll),
                 poll,
             );
             let r = replay(&trace, spec)

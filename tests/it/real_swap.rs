@@ -572,5 +572,25 @@ fn a_live_guards_own_trace_replayed_stops_where_it_stopped() {
         (replay_stop - live_stop).abs() <= 0.1,
         "live stopped at {live_stop} s, its replay at {replay_stop} s\n{text}"
     );
+    // Without its flags: the trace keeps the limits the run was judged under (a 150 MiB
+    // budget, not the default 8 GiB), so the replay stops on the same sample...
+    let mut own = headroom();
+    own.args(["trace", "replay", "--json"]).arg(&trace);
+    let (code, out, err) = run_to_files(own);
+    assert_eq!(code, Some(3), "{err}{out}");
+    assert!(
+        err.contains("the run's own limits: swap budget 150 MB"),
+        "{err}"
+    );
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["stopped_at_seconds"].as_f64(), Some(replay_stop));
+    // ...and a flag given takes the place of the run's own, and says so.
+    let mut wider = headroom();
+    wider
+        .args(["trace", "replay", "--json", "--swap-budget", "100G"])
+        .arg(&trace);
+    let (code, out, err) = run_to_files(wider);
+    assert_eq!(code, Some(0), "{err}{out}");
+    assert!(err.contains("--swap-budget given"), "{err}");
     rig.bystander.assert_alive();
 }

@@ -21,6 +21,7 @@ use crate::trace::{duration, seconds, SampleRecord, Trace};
 use headroom_model::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
 use headroom_model::members::Member;
 use headroom_model::process::{ProcessIdentity, TreeMemory};
+use headroom_model::units::{bounded_bytes, bounded_percent};
 
 /// A reading as a trace line (the sample is the rules' type, `headroom_rules::sample`; its
 /// trace form is the runtime's).
@@ -136,21 +137,62 @@ impl RunRecord {
         .collect()
     }
 
+    /// The `start` record's fields a run record holds.
+    pub const FIELDS: [&'static str; 9] = [
+        "total_memory",
+        "usable_memory",
+        "memory_scope",
+        "cgroup",
+        "host_total_memory",
+        "cgroup_note",
+        "swap_start",
+        "free_start",
+        "in_use_start",
+    ];
+
     /// What `trace`'s `start` record says (all unknown without one).
     pub fn of(trace: &Trace) -> Self {
-        let field = |name: &str| trace.start.as_ref().and_then(|m| m.get(name));
-        let bytes = |name: &str| field(name).and_then(Value::as_u64);
-        let text = |name: &str| field(name).and_then(Value::as_str).map(str::to_string);
-        RunRecord {
-            total_bytes: bytes("total_memory").unwrap_or(0),
-            usable_bytes: bytes("usable_memory"),
+        trace
+            .start
+            .as_ref()
+            .map(|start| start.run.clone())
+            .unwrap_or_default()
+    }
+
+    /// The run record in a `start` record's fields, every figure checked (bytes at most what
+    /// a machine can have, `free_start` a percentage); the error names the field.
+    pub fn from_meta(meta: &Map<String, Value>) -> Result<Self, String> {
+        let bytes = |name: &str| -> Result<Option<u64>, String> {
+            let Some(value) = meta.get(name) else {
+                return Ok(None);
+            };
+            let b = value
+                .as_u64()
+                .ok_or_else(|| format!("{name}: {value} is not a number of bytes"))?;
+            bounded_bytes(b).map_err(|why| format!("{name}: {why}"))?;
+            Ok(Some(b))
+        };
+        let text = |name: &str| meta.get(name).and_then(Value::as_str).map(str::to_string);
+        let free_start_percent = match meta.get("free_start") {
+            None => None,
+            Some(value) => {
+                let p = value
+                    .as_f64()
+                    .ok_or_else(|| format!("free_start: {value} is not a percentage"))?;
+                bounded_percent(p).map_err(|why| format!("free_start: {why}"))?;
+                Some(p)
+            }
+        };
+        Ok(RunRecord {
+            total_bytes: bytes("total_memory")?.unwrap_or(0),
+            usable_bytes: bytes("usable_memory")?,
             cgroup: text("cgroup"),
-            host_total_bytes: bytes("host_total_memory"),
+            host_total_bytes: bytes("host_total_memory")?,
             cgroup_note: text("cgroup_note"),
-            swap_start_bytes: bytes("swap_start"),
-            free_start_percent: field("free_start").and_then(Value::as_f64),
-            in_use_start_bytes: bytes("in_use_start"),
-        }
+            swap_start_bytes: bytes("swap_start")?,
+            free_start_percent,
+            in_use_start_bytes: bytes("in_use_start")?,
+        })
     }
 
     /// The reading the job started from, as its guard read it just before the start (the

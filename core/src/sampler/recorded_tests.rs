@@ -112,9 +112,11 @@ prop_compose! {
 /// writer, read by the reader (its bounds included), made back into a sample.
 fn through_a_trace(sample: &Sample, run: &RunRecord) -> Sample {
     let mut writer = TraceWriter::new(Vec::new());
-    writer
-        .start(UNIX_EPOCH, Duration::from_millis(500), run.meta())
-        .unwrap();
+    let start = crate::trace::StartRecord {
+        run: run.clone(),
+        ..crate::trace::StartRecord::headroom(UNIX_EPOCH, Duration::from_millis(500))
+    };
+    writer.start(&start).unwrap();
     let record = sample.to_trace_record().expect("a system reading");
     writer.write(&Record::Sample(record)).unwrap();
     let text = writer.into_inner();

@@ -21,6 +21,10 @@ use serde_json::{Map, Value};
 
 use headroom_model::units::{bounded_bytes, bounded_percent, bounded_seconds};
 
+pub use self::start::{RecordedLimits, StartRecord};
+
+mod start;
+
 /// One line of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -203,15 +207,15 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Writes the `start` record.
-    pub fn start(
-        &mut self,
-        at: SystemTime,
-        interval: Duration,
-        meta: Map<String, Value>,
-    ) -> io::Result<()> {
+    pub fn start(&mut self, start: &StartRecord) -> io::Result<()> {
+        let mut meta = start.to_map();
+        let utc = meta
+            .remove("utc")
+            .and_then(|v| v.as_str().map(str::to_string));
+        let interval = meta.remove("interval").and_then(|v| v.as_f64());
         self.write(&Record::Start {
-            utc: Some(utc_string(at)),
-            interval: Some(interval.as_secs_f64()),
+            utc,
+            interval,
             meta,
         })
     }
@@ -242,8 +246,8 @@ pub struct TraceError {
 /// A whole trace, read into memory.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Trace {
-    /// The `start` record's metadata (`utc`, `interval` and the rest), if present.
-    pub start: Option<Map<String, Value>>,
+    /// The `start` record, if present.
+    pub start: Option<StartRecord>,
     /// Samples, in file order.
     pub samples: Vec<SampleRecord>,
     /// Events, in file order.
@@ -262,8 +266,7 @@ impl Trace {
     pub fn interval(&self, default: Duration) -> Duration {
         self.start
             .as_ref()
-            .and_then(|m| m.get("interval"))
-            .and_then(Value::as_f64)
+            .and_then(|start| start.interval)
             .and_then(|s| Duration::try_from_secs_f64(s).ok())
             .filter(|d| !d.is_zero())
             .unwrap_or(default)
@@ -332,6 +335,22 @@ pub fn parse_trace(mut reader: impl BufRead, path: &Path) -> Result<Trace, Trace
         if let Err(message) = check_record(&record).and_then(|()| check_order(&trace, &record)) {
             return Err(err(number, message));
         }
+        if let Record::Start {
+            utc,
+            interval,
+            meta,
+        } = record
+        {
+            let mut fields = meta;
+            if let Some(utc) = utc {
+                fields.insert("utc".into(), Value::String(utc));
+            }
+            if let Some(i) = interval.and_then(serde_json::Number::from_f64) {
+                fields.insert("interval".into(), Value::Number(i));
+            }
+            trace.start = Some(StartRecord::from_map(fields).map_err(|m| err(number, m))?);
+            continue;
+        }
         add_record(&mut trace, record);
     }
     Ok(trace)
@@ -349,31 +368,11 @@ fn check_record(record: &Record) -> Result<(), String> {
         b.map_or(Ok(()), |b| named(field, bounded_bytes(b).map(drop)))
     };
     match record {
-        Record::Start { interval, meta, .. } => {
+        Record::Start { interval, .. } => {
             if let Some(i) = *interval {
                 seconds("interval", i)?;
                 if i == 0.0 {
                     return Err("interval: a sampling interval is more than 0 seconds".into());
-                }
-            }
-            if let Some(value) = meta.get("free_start") {
-                let p = value
-                    .as_f64()
-                    .ok_or_else(|| format!("free_start: {value} is not a percentage"))?;
-                named("free_start", bounded_percent(p).map(drop))?;
-            }
-            for field in [
-                "total_memory",
-                "usable_memory",
-                "host_total_memory",
-                "swap_start",
-                "in_use_start",
-            ] {
-                if let Some(value) = meta.get(field) {
-                    let b = value
-                        .as_u64()
-                        .ok_or_else(|| format!("{field}: {value} is not a number of bytes"))?;
-                    bytes(field, Some(b))?;
                 }
             }
             Ok(())
@@ -426,19 +425,7 @@ fn check_order(trace: &Trace, record: &Record) -> Result<(), String> {
 
 fn add_record(trace: &mut Trace, record: Record) {
     match record {
-        Record::Start {
-            utc,
-            interval,
-            mut meta,
-        } => {
-            if let Some(utc) = utc {
-                meta.insert("utc".into(), Value::String(utc));
-            }
-            if let Some(i) = interval.and_then(serde_json::Number::from_f64) {
-                meta.insert("interval".into(), Value::Number(i));
-            }
-            trace.start = Some(meta);
-        }
+        Record::Start { .. } => {} // typed by the reader, `start_of`
         Record::Sample(s) => trace.samples.push(s),
         Record::Event(e) => trace.events.push(e),
         Record::Error { t, error } => trace.errors.push((t, error)),
@@ -474,10 +461,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         let mut w = TraceWriter::create(&path).unwrap();
-        let mut meta = Map::new();
-        meta.insert("tool".into(), Value::String("headroom".into()));
-        w.start(SystemTime::UNIX_EPOCH, Duration::from_millis(500), meta)
-            .unwrap();
+        let start = StartRecord {
+            tool: Some("headroom".into()),
+            ..StartRecord::default()
+        };
+        w.start(&StartRecord {
+            utc: Some(utc_string(SystemTime::UNIX_EPOCH)),
+            interval: Some(0.5),
+            ..start
+        })
+        .unwrap();
         let s = SampleRecord {
             t: 0.5,
             footprint: 10,
@@ -501,7 +494,7 @@ mod tests {
         assert_eq!(trace.samples, vec![s]);
         assert_eq!(trace.errors, vec![(Some(1.0), "boom".to_string())]);
         assert!(trace.ended && !trace.truncated);
-        assert_eq!(trace.start.unwrap()["tool"], "headroom");
+        assert_eq!(trace.start.unwrap().tool.as_deref(), Some("headroom"));
     }
 
     #[test]
