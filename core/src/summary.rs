@@ -131,7 +131,7 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
     let swap_peak = samples.iter().map(|s| s.swap_used).max().unwrap_or(0);
     // Swap at the run's start as the guard read it before the job (the trace's `start`
     // keeps it), else its first reading: the baseline a replay judges by too.
-    let swap_start = crate::sampler::recorded::RunRecord::of(trace)
+    let swap_start = crate::trace::RunRecord::of(trace)
         .swap_start_bytes
         .unwrap_or(first.swap_used);
     let has_stage_events = trace.events.iter().any(|e| e.kind == "stage");

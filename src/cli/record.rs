@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
-use headroom_core::sampler::recorded::{RunRecord, ToTrace};
+use headroom_core::sampler::recorded::ToTrace;
 use headroom_core::sampler::Sampler;
-use headroom_core::trace::{round_t, Record, StartRecord, TraceWriter};
+use headroom_core::trace::{round_t, Record, RunRecord, StartRecord, TraceWriter};
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::{CounterSource, Counters};
 use headroom_os::members::{MemberSet, Members};

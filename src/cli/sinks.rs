@@ -8,10 +8,10 @@ use std::time::{Duration, SystemTime};
 
 use headroom_core::drive::Sink;
 use headroom_core::jobfile::Publisher;
-use headroom_core::sampler::recorded::{RunRecord, ToTrace};
+use headroom_core::sampler::recorded::ToTrace;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{
-    round_t, utc_string, EventRecord, Record, RecordedLimits, StartRecord, TraceWriter,
+    round_t, utc_string, EventRecord, Record, RecordedLimits, RunRecord, StartRecord, TraceWriter,
 };
 use headroom_model::process::ProcessIdentity;
 use headroom_model::units::printable;

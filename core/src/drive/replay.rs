@@ -14,9 +14,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::{drive, DriverEffects, Input, Source};
-use crate::sampler::recorded::RunRecord;
 use crate::sampler::Sample;
 use crate::summary::stage_windows;
+use crate::trace::RunRecord;
 use crate::trace::{duration, SampleRecord, Trace};
 use headroom_model::effects::{JobSignal, SignalReport};
 use headroom_model::members::JobIds;

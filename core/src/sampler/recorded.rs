@@ -14,14 +14,11 @@
 
 use std::time::SystemTime;
 
-use serde_json::{Map, Value};
-
 use super::{Sample, TrackedSample};
-use crate::trace::{duration, seconds, SampleRecord, Trace};
+use crate::trace::{duration, seconds, RunRecord, SampleRecord, Trace};
 use headroom_model::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
 use headroom_model::members::Member;
 use headroom_model::process::{ProcessIdentity, TreeMemory};
-use headroom_model::units::{bounded_bytes, bounded_percent};
 
 /// A reading as a trace line (the sample is the rules' type, `headroom_rules::sample`; its
 /// trace form is the runtime's).
@@ -70,86 +67,7 @@ impl ToTrace for Sample {
     }
 }
 
-/// What a trace's `start` record says of the run: where it ran, and the memory its job
-/// started with (a guard's trace: what its rules count from). Written by [`RunRecord::meta`],
-/// read back by [`RunRecord::of`].
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunRecord {
-    /// What free memory is a share of (`total_memory`: the host's, or the limit's), bytes.
-    pub total_bytes: u64,
-    /// The memory the kernel hands out, where less (`usable_memory`, macOS), bytes.
-    pub usable_bytes: Option<u64>,
-    /// The cgroup whose limit binds (`cgroup`, with `memory_scope` `cgroup`), as
-    /// `/proc/self/cgroup` names it.
-    pub cgroup: Option<String>,
-    /// The host's memory beside the limit (`host_total_memory`), bytes.
-    pub host_total_bytes: Option<u64>,
-    /// Why the cgroup could not be read (`cgroup_note`; the numbers are then the host's).
-    pub cgroup_note: Option<String>,
-    /// Swap in use when the job started (`swap_start`), bytes.
-    pub swap_start_bytes: Option<u64>,
-    /// Free memory when the job started (`free_start`), percent.
-    pub free_start_percent: Option<f64>,
-    /// Memory in use (page counts) when the job started (`in_use_start`), bytes.
-    pub in_use_start_bytes: Option<u64>,
-}
-
 impl RunRecord {
-    /// Where a run on `system` ran (its start memory is the caller's to add): what free
-    /// memory is a share of (the host's, or the memory cgroup's limit where one binds), the
-    /// usable memory where less, under a limit the cgroup and the host's memory, and why the
-    /// cgroup could not be read when it could not.
-    pub fn of_system(system: &SystemCounters) -> Self {
-        RunRecord {
-            total_bytes: system.total_bytes,
-            usable_bytes: system.usable_bytes,
-            cgroup: system.cgroup.as_ref().map(|c| c.limit_path.clone()),
-            host_total_bytes: system.cgroup.as_ref().map(|c| c.host_total_bytes),
-            cgroup_note: system.cgroup_note.clone(),
-            ..RunRecord::default()
-        }
-    }
-
-    /// The `start` record's fields: `total_memory`, `usable_memory`, `memory_scope` (`host`
-    /// or `cgroup`), `cgroup`, `host_total_memory`, `cgroup_note`, `swap_start`, `free_start`,
-    /// `in_use_start`, each where known (no `total_memory` nor `memory_scope` when the
-    /// memory could not be read).
-    pub fn meta(&self) -> Map<String, Value> {
-        let known = self.total_bytes > 0;
-        let scope = if self.cgroup.is_some() {
-            "cgroup"
-        } else {
-            "host"
-        };
-        [
-            ("total_memory", known.then(|| self.total_bytes.into())),
-            ("usable_memory", self.usable_bytes.map(Value::from)),
-            ("memory_scope", known.then(|| scope.into())),
-            ("cgroup", self.cgroup.clone().map(Value::from)),
-            ("host_total_memory", self.host_total_bytes.map(Value::from)),
-            ("cgroup_note", self.cgroup_note.clone().map(Value::from)),
-            ("swap_start", self.swap_start_bytes.map(Value::from)),
-            ("free_start", self.free_start_percent.map(Value::from)),
-            ("in_use_start", self.in_use_start_bytes.map(Value::from)),
-        ]
-        .into_iter()
-        .filter_map(|(name, value)| Some((name.to_string(), value?)))
-        .collect()
-    }
-
-    /// The `start` record's fields a run record holds.
-    pub const FIELDS: [&'static str; 9] = [
-        "total_memory",
-        "usable_memory",
-        "memory_scope",
-        "cgroup",
-        "host_total_memory",
-        "cgroup_note",
-        "swap_start",
-        "free_start",
-        "in_use_start",
-    ];
-
     /// What `trace`'s `start` record says (all unknown without one).
     pub fn of(trace: &Trace) -> Self {
         trace
@@ -157,42 +75,6 @@ impl RunRecord {
             .as_ref()
             .map(|start| start.run.clone())
             .unwrap_or_default()
-    }
-
-    /// The run record in a `start` record's fields, every figure checked (bytes at most what
-    /// a machine can have, `free_start` a percentage); the error names the field.
-    pub fn from_meta(meta: &Map<String, Value>) -> Result<Self, String> {
-        let bytes = |name: &str| -> Result<Option<u64>, String> {
-            let Some(value) = meta.get(name) else {
-                return Ok(None);
-            };
-            let b = value
-                .as_u64()
-                .ok_or_else(|| format!("{name}: {value} is not a number of bytes"))?;
-            bounded_bytes(b).map_err(|why| format!("{name}: {why}"))?;
-            Ok(Some(b))
-        };
-        let text = |name: &str| meta.get(name).and_then(Value::as_str).map(str::to_string);
-        let free_start_percent = match meta.get("free_start") {
-            None => None,
-            Some(value) => {
-                let p = value
-                    .as_f64()
-                    .ok_or_else(|| format!("free_start: {value} is not a percentage"))?;
-                bounded_percent(p).map_err(|why| format!("free_start: {why}"))?;
-                Some(p)
-            }
-        };
-        Ok(RunRecord {
-            total_bytes: bytes("total_memory")?.unwrap_or(0),
-            usable_bytes: bytes("usable_memory")?,
-            cgroup: text("cgroup"),
-            host_total_bytes: bytes("host_total_memory")?,
-            cgroup_note: text("cgroup_note"),
-            swap_start_bytes: bytes("swap_start")?,
-            free_start_percent,
-            in_use_start_bytes: bytes("in_use_start")?,
-        })
     }
 
     /// The reading the job started from, as its guard read it just before the start (the

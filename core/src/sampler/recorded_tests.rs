@@ -6,8 +6,9 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use proptest::prelude::*;
 
-use super::recorded::{RunRecord, ToTrace};
+use super::recorded::ToTrace;
 use super::{Sample, TrackedSample};
+use crate::trace::RunRecord;
 use crate::trace::{parse_trace, Record, TraceWriter};
 use headroom_model::counters::{CgroupMemory, PressureLevel, RunState, SystemCounters};
 use headroom_model::members::Member;

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use headroom_model::units::{bounded_bytes, bounded_percent, bounded_seconds};
 
-pub use self::start::{RecordedLimits, StartRecord};
+pub use self::start::{RecordedLimits, RunRecord, StartRecord};
 
 mod start;
 
