@@ -95,10 +95,14 @@ fn sorted_samples(trace: &Trace) -> Vec<&SampleRecord> {
 
 /// Stage windows `(name, start t)`, in order, with the release rule applied.
 pub fn stage_windows(trace: &Trace) -> Vec<(String, f64)> {
-    let stages: Vec<_> = trace.events.iter().filter(|e| e.kind == "stage").collect();
+    let stages: Vec<_> = trace
+        .events
+        .iter()
+        .filter(|e| e.what.kind == "stage")
+        .collect();
     let mut windows = vec![(FIRST_STAGE.to_string(), f64::NEG_INFINITY)];
     for (i, ev) in stages.iter().enumerate() {
-        let Some(name) = ev.stage.clone() else {
+        let Some(name) = ev.what.stage.clone() else {
             continue;
         };
         let next = stages.get(i + 1).map_or(f64::INFINITY, |n| n.t);
@@ -106,8 +110,8 @@ pub fn stage_windows(trace: &Trace) -> Vec<(String, f64)> {
             trace
                 .events
                 .iter()
-                .filter(|e| kinds.contains(&e.kind.as_str()))
-                .filter(|e| e.stage.as_deref() == Some(name.as_str()) && e.t >= ev.t)
+                .filter(|e| kinds.contains(&e.what.kind.as_str()))
+                .filter(|e| e.what.stage.as_deref() == Some(name.as_str()) && e.t >= ev.t)
                 .map(|e| e.t)
                 .collect::<Vec<f64>>()
         };
@@ -134,7 +138,7 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
     let swap_start = crate::trace::RunRecord::of(trace)
         .swap_start_bytes
         .unwrap_or(first.swap_used);
-    let has_stage_events = trace.events.iter().any(|e| e.kind == "stage");
+    let has_stage_events = trace.events.iter().any(|e| e.what.kind == "stage");
     let mut stages: Vec<StagePeak> = Vec::new();
     if has_stage_events {
         let windows = stage_windows(trace);
@@ -198,8 +202,8 @@ fn stage_figures(trace: &Trace, samples: &[&SampleRecord]) -> Vec<StageFigures> 
     let mut marks: Vec<(&str, f64)> = trace
         .events
         .iter()
-        .filter(|e| e.kind == "stage")
-        .filter_map(|e| Some((e.stage.as_deref()?, e.t)))
+        .filter(|e| e.what.kind == "stage")
+        .filter_map(|e| Some((e.what.stage.as_deref()?, e.t)))
         .collect();
     marks.sort_by(|a, b| a.1.total_cmp(&b.1));
     let mut tracker = StageTracker::new(samples.first().map(|s| s.swap_used));

@@ -119,15 +119,34 @@ impl Reported {
         for text in [&self.name, &self.stage, &self.note].into_iter().flatten() {
             check_name(text)?;
         }
-        // The bounds a trace's reader holds its `event` lines to (`headroom_model::units`): what the
-        // guard writes from a report, its own readers read.
+        self.check_bounds()
+            .map_err(|why| format!("an event's {why}"))?;
+        Ok(self)
+    }
+
+    /// A report of `kind` with nothing else said.
+    pub fn bare(kind: &str) -> Self {
+        Reported {
+            kind: kind.to_string(),
+            name: None,
+            stage: None,
+            nbytes: None,
+            seconds: None,
+            note: None,
+        }
+    }
+
+    /// Its load time and size within the bounds a trace holds ([`bounded_seconds`],
+    /// [`bounded_bytes`]): the one check both the control socket (on a report) and the trace
+    /// reader (on an `event` line) make, so what the guard writes its own readers read.
+    pub fn check_bounds(&self) -> Result<(), String> {
         if let Some(seconds) = self.seconds {
-            bounded_seconds(seconds).map_err(|why| format!("an event's seconds: {why}"))?;
+            bounded_seconds(seconds).map_err(|why| format!("seconds: {why}"))?;
         }
         if let Some(nbytes) = self.nbytes {
-            bounded_bytes(nbytes).map_err(|why| format!("an event's nbytes: {why}"))?;
+            bounded_bytes(nbytes).map_err(|why| format!("nbytes: {why}"))?;
         }
-        Ok(self)
+        Ok(())
     }
 }
 

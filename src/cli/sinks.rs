@@ -21,7 +21,7 @@ use headroom_os::unix::fifo;
 use headroom_rules::engine::{words, JobView};
 use headroom_rules::policy::JobEvent;
 use headroom_rules::policy::Limits;
-use headroom_rules::stages::MAX_STAGES;
+use headroom_rules::stages::{Reported, MAX_STAGES};
 use serde_json::Map;
 
 use super::output::write_line;
@@ -266,32 +266,22 @@ impl Sink for TraceSink {
             self.end = Some(meta);
             return Ok(());
         }
-        if let JobEvent::Stage { stage } = event {
+        let what = match event {
             // stageload's own stage event, so its tools read Headroom's traces too.
-            return self.writer.write(&Record::Event(EventRecord {
-                kind: "stage".into(),
-                t: round_t(t),
+            JobEvent::Stage { stage } => Reported {
                 stage: Some(stage.clone()),
-                ..EventRecord::default()
-            }));
-        }
-        if let JobEvent::Reported { report } = event {
+                ..Reported::bare("stage")
+            },
             // stageload's own load/reload/release/mark event, as stageload writes it.
-            return self.writer.write(&Record::Event(EventRecord {
-                kind: report.kind.clone(),
-                t: round_t(t),
-                name: report.name.clone(),
-                stage: report.stage.clone(),
-                nbytes: report.nbytes,
-                seconds: report.seconds,
-                note: report.note.clone(),
-            }));
-        }
+            JobEvent::Reported { report } => report.clone(),
+            _ => Reported {
+                note: Some(serde_json::to_string(event)?),
+                ..Reported::bare("guard")
+            },
+        };
         self.writer.write(&Record::Event(EventRecord {
-            kind: "guard".into(),
             t: round_t(t),
-            note: Some(serde_json::to_string(event)?),
-            ..EventRecord::default()
+            what,
         }))
     }
 }

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use headroom_model::units::{bounded_bytes, bounded_percent, bounded_seconds};
+use headroom_rules::stages::Reported;
 
 pub use self::start::{RecordedLimits, RunRecord, StartRecord};
 
@@ -120,28 +121,26 @@ pub struct SampleRecord {
     pub aimed: bool,
 }
 
-/// An `event` line.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// An `event` line: what happened ([`Reported`]: the fields a job reports on the control
+/// socket, one type for both) and when. In a trace `kind` may also be `stage` (a stage mark,
+/// as stageload writes it) or Headroom's own `guard`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventRecord {
-    /// `load`, `reload`, `release`, `stage`, `mark`, or Headroom's `guard`.
-    pub kind: String,
     /// Seconds since start.
     pub t: f64,
-    /// Model or object name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Stage name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stage: Option<String>,
-    /// Bytes loaded or released.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nbytes: Option<u64>,
-    /// Seconds a load took.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seconds: Option<f64>,
-    /// Free text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    /// What happened.
+    #[serde(flatten)]
+    pub what: Reported,
+}
+
+impl EventRecord {
+    /// An event of `kind` at `t` with nothing else said.
+    pub fn bare(kind: &str, t: f64) -> Self {
+        EventRecord {
+            t,
+            what: Reported::bare(kind),
+        }
+    }
 }
 
 /// The time a `start` record's `utc` names (RFC 3339 UTC, `+00:00` or `Z`), if it is one.
@@ -392,10 +391,7 @@ fn check_record(record: &Record) -> Result<(), String> {
         }
         Record::Event(e) => {
             seconds("t", e.t)?;
-            if let Some(s) = e.seconds {
-                seconds("seconds", s)?;
-            }
-            bytes("nbytes", e.nbytes)
+            e.what.check_bounds()
         }
         Record::Error { t: Some(t), .. } => seconds("t", *t),
         _ => Ok(()),
