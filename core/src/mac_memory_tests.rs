@@ -18,7 +18,7 @@ use headroom_os::counters::xnu::fake_tests::{FakeMac, PAGE_BYTES};
 use headroom_os::counters::xnu::reader::XnuReader;
 use headroom_os::counters::CounterSource;
 use headroom_os::members::{MemberSet, Members};
-use headroom_rules::engine::{Engine, JobMode, JobSpec, Moment};
+use headroom_rules::engine::{Engine, JobMode, JobSpec, Moment, StartMemory};
 use headroom_rules::fit::{answer, need_of, predict, recorded, PastRun, Room, Taken};
 use headroom_rules::policy::share::OtherJob;
 use headroom_rules::policy::{EndReason, Limits, Verdict};
@@ -68,8 +68,7 @@ impl<'a> Job<'a> {
             Limits::default(),
             Duration::from_secs(1),
         );
-        let id = engine.add(set.ids(), spec, start.swap_used_bytes, moment(0));
-        engine.set_start_memory(id, &start);
+        let id = engine.add(set.ids(), spec, StartMemory::of(&start), moment(0));
         Job {
             reader,
             engine,

@@ -198,6 +198,7 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use headroom_rules::engine::StartMemory;
 
     fn sample(seq: u64, swap: u64) -> Sample {
         Sample {
@@ -285,7 +286,7 @@ mod tests {
         let job = m.jobs.add(
             JobIds::of_process(id),
             spec,
-            1 << 30,
+            StartMemory::swap(1 << 30),
             moment(SystemTime::now()),
         );
         m.jobs.mark(job, "load", Duration::from_secs(50));
@@ -317,8 +318,12 @@ mod tests {
         };
         let spec = watch_spec("python done.py");
         let start = sample(0, 1 << 30);
-        m.jobs
-            .add(JobIds::of_process(id), spec, 1 << 30, moment(start.at));
+        m.jobs.add(
+            JobIds::of_process(id),
+            spec,
+            StartMemory::swap(1 << 30),
+            moment(start.at),
+        );
         // Its process is gone at the first sample: the job ends with a verdict.
         let gone = Sample {
             aimed: false,

@@ -23,26 +23,26 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::drive::Input;
+use crate::drive::{Input, LiveEffects, Outputs};
 use crate::jobfile::{JobFile, MAX_LISTED_MEMBERS};
 use crate::sampler::InlineSampler;
 use headroom_model::counters::{JobCgroup, RunState};
+use headroom_model::effects::Control;
 use headroom_model::effects::KILL_WAIT;
-use headroom_model::effects::{Control, JobSignal, SignalReport};
 use headroom_model::members::Member;
 use headroom_model::process::ProcessIdentity;
 use headroom_model::units::unix_ms;
 use headroom_os::counters::Counters;
-use headroom_os::enforce::{signal_job, Safety};
+use headroom_os::enforce::Safety;
 use headroom_os::members::{MemberSet, Members};
-use headroom_os::unix::signals::Kernel;
 use headroom_rules::engine::{
-    carry_out, Effects, Engine, JobMode, JobSpec, JobStatus, Moment, RequestError, SavedJob,
+    carry_out, Engine, JobMode, JobSpec, JobStatus, JobView, Moment, RequestError, SavedJob,
     PAUSE_SETTLE, STOP_CHECK,
 };
-use headroom_rules::policy::{EndReason, JobEvent, Limits, Survivor};
+use headroom_rules::policy::{EndReason, Limits, Survivor};
 
 /// What a request on a job whose guard is gone did, verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub fn take_over(
     file: &JobFile,
     control: Control,
     grace: Duration,
-) -> Result<TakenOver, RequestError> {
+) -> Result<TakenOver, String> {
     let cgroup = file.job_cgroup().cloned();
     let mut members = Members::taken_over(file.identity(), &file.members);
     if let Some(guard) = file.guard {
@@ -86,7 +86,7 @@ pub fn take_over(
     let set = MemberSet::new(members);
     let live = set.discover(counters);
     if live.is_empty() {
-        return Err(RequestError::Ended(file.pid));
+        return Err(RequestError::Ended(file.pid).to_string());
     }
     let mut taking = Taking::new(counters, safety, cgroup, &set, file, &live, grace);
     taking.look();
@@ -98,8 +98,12 @@ pub fn take_over(
 struct Taking<'a> {
     engine: Engine,
     job: u64,
+    /// The pid of its leader, which requests name.
+    root_pid: u32,
     sampler: InlineSampler,
-    effects: TakeoverEffects<'a>,
+    effects: LiveEffects<'a>,
+    /// The job's own cgroup, where it has one (removed after a stop that held).
+    cgroup: Option<JobCgroup>,
     /// Every process the checks saw.
     seen: HashSet<ProcessIdentity>,
     /// The members the last check saw, with their states.
@@ -158,15 +162,24 @@ impl<'a> Taking<'a> {
             clock: sampler.clock(),
         };
         let job = engine.restore(&saved, set.ids(), spec, at);
+        // The live guard's effects, with no outputs: what the request did is said from the
+        // checks ([`TakenOver`]), not from the engine's events.
+        let mut effects = LiveEffects::new(
+            counters,
+            safety,
+            Outputs::none(),
+            Instant::now(),
+            None,
+            Arc::new(JobView::default()),
+        );
+        effects.freeze_with(cgroup.clone());
         Taking {
             engine,
             job,
+            root_pid: file.pid,
             sampler,
-            effects: TakeoverEffects {
-                counters,
-                safety,
-                cgroup,
-            },
+            effects,
+            cgroup,
             seen: live.iter().map(|m| m.id).collect(),
             last: live.to_vec(),
             grace,
@@ -204,19 +217,29 @@ impl<'a> Taking<'a> {
         }
     }
 
-    /// Asks the engine for `control` now.
-    fn request(&mut self, control: Control) -> Result<(), RequestError> {
+    /// Asks for `control` now, as any driver does: a request into [`crate::drive::step`],
+    /// the answer on its reply.
+    fn request(&mut self, control: Control) -> Result<(), String> {
         let at = Moment {
             at: SystemTime::now(),
             clock: self.sampler.clock(),
         };
-        let actions = self.engine.request(self.job, control, at)?;
-        carry_out(&mut self.engine, &mut self.effects, actions, at);
-        Ok(())
+        let (reply, answer) = mpsc::sync_channel(1);
+        let input = Input::Request {
+            peer: 0,
+            control,
+            pid: self.root_pid,
+            reply,
+        };
+        let stepped = crate::drive::step(&mut self.engine, Some(self.job), input, at);
+        carry_out(&mut self.engine, &mut self.effects, stepped.actions, at);
+        answer
+            .try_recv()
+            .unwrap_or_else(|_| Err("the request was not answered".to_string()))
     }
 
     /// Carries out `control` and looks until it holds or clearly cannot; true if it holds.
-    fn carry(&mut self, control: Control) -> Result<bool, RequestError> {
+    fn carry(&mut self, control: Control) -> Result<bool, String> {
         let settle = PAUSE_SETTLE + STOP_CHECK * 4;
         match control {
             Control::Pause | Control::Yield => {
@@ -288,7 +311,6 @@ impl<'a> Taking<'a> {
         let survivors = self.survivors(control, done);
         let stopped = done && control == Control::Stop;
         let cgroup_left = self
-            .effects
             .cgroup
             .as_ref()
             .filter(|_| stopped)
@@ -349,35 +371,4 @@ fn remove_cgroup(cgroup: &JobCgroup) -> Option<String> {
 /// A process that runs none of its code: stopped (frozen), or on its way out.
 fn held(state: RunState) -> bool {
     matches!(state, RunState::Stopped | RunState::Exiting)
-}
-
-/// What the taken-over job's actions do: signals under the safety rules, through its
-/// cgroup's freezer where it has one ([`signal_job`]). Its events are the engine's business
-/// here: what the request did is said from the checks ([`TakenOver`]).
-struct TakeoverEffects<'a> {
-    counters: &'a Counters,
-    safety: &'a Safety,
-    cgroup: Option<JobCgroup>,
-}
-
-impl Effects for TakeoverEffects<'_> {
-    fn signal(
-        &mut self,
-        _job: u64,
-        signal: JobSignal,
-        members: &[ProcessIdentity],
-    ) -> SignalReport {
-        signal_job(
-            self.counters,
-            &Kernel,
-            self.safety,
-            self.cgroup.as_ref(),
-            members,
-            signal,
-        )
-    }
-
-    fn notify(&mut self, _job: u64, _command: &str, event: &JobEvent) {
-        tracing::debug!(?event, "the job whose guard is gone");
-    }
 }

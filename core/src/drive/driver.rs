@@ -25,7 +25,7 @@ use headroom_os::enforce::{signal_each, stop_members, Safety};
 use headroom_os::members::MemberSet;
 use headroom_os::paths::Dirs;
 use headroom_os::unix::signals::Kernel;
-use headroom_rules::engine::{carry_out, Engine, JobSpec, JobStatus, JobView, Moment};
+use headroom_rules::engine::{carry_out, Engine, JobSpec, JobStatus, JobView, Moment, StartMemory};
 use headroom_rules::policy::Verdict;
 
 /// The one loop: inputs from `source` into the engine ([`step`], as every driver takes
@@ -98,7 +98,6 @@ pub fn run(
     let sampler = InlineSampler::new(counters.clone(), spec.poll);
     let (requests, wakes, pending) = wake_on_signals(interrupts);
     let first = counters.read_system().map_err(DriveError::FirstRead)?;
-    let swap_start = first.swap_used_bytes;
     // The job's socket is optional: without it the job is guarded all the same. Its
     // sessions hear the guard's warning (`pushes.rs`).
     let bound = MarkServer::bind(&Dirs::current());
@@ -126,9 +125,8 @@ pub fn run(
         at: std::time::SystemTime::now(),
         clock: sampler.clock(),
     };
-    let job = engine.add(set.ids(), spec, swap_start, now);
     // What the run takes is measured from the memory it starts with (as the app does).
-    engine.set_start_memory(job, &first);
+    let job = engine.add(set.ids(), spec, StartMemory::of(&first), now);
     let mut sampler = sampler;
     sampler.track(&set);
     let terminal = spawned.as_ref().and_then(|s| s.terminal.clone());

@@ -20,7 +20,7 @@ use headroom_rules::engine::{Effects, JobView};
 use headroom_rules::policy::JobEvent;
 
 /// What a live job's actions do.
-pub(super) struct LiveEffects<'a> {
+pub(crate) struct LiveEffects<'a> {
     counters: &'a Counters,
     safety: &'a Safety,
     outputs: Outputs,
@@ -36,7 +36,7 @@ pub(super) struct LiveEffects<'a> {
 }
 
 impl<'a> LiveEffects<'a> {
-    pub(super) fn new(
+    pub(crate) fn new(
         counters: &'a Counters,
         safety: &'a Safety,
         outputs: Outputs,
@@ -57,7 +57,7 @@ impl<'a> LiveEffects<'a> {
     }
 
     /// Pauses and resumes freeze and thaw `cgroup`, the job's own.
-    pub(super) fn freeze_with(&mut self, cgroup: Option<JobCgroup>) {
+    pub(crate) fn freeze_with(&mut self, cgroup: Option<JobCgroup>) {
         self.cgroup = cgroup;
     }
 

@@ -46,6 +46,7 @@ mod step;
 mod wait;
 
 pub use driver::{drive, run, REPLY_WAIT};
+pub(crate) use effects::LiveEffects;
 pub use outputs::{Outputs, SampleGate, Sink, FINISH_WAIT, OUTPUT_BACKLOG, START_WAIT};
 pub use replay::{replay, Replay};
 pub use spawned::Tracking;

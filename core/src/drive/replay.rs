@@ -21,7 +21,7 @@ use crate::trace::{duration, SampleRecord, Trace};
 use headroom_model::effects::{JobSignal, SignalReport};
 use headroom_model::members::JobIds;
 use headroom_model::process::ProcessIdentity;
-use headroom_rules::engine::{Effects, Engine, JobSpec, Moment};
+use headroom_rules::engine::{Effects, Engine, JobSpec, Moment, StartMemory};
 use headroom_rules::policy::{EndReason, JobEvent, OnBudget, StopReason, Verdict};
 
 /// The stand-in for the job's processes.
@@ -92,10 +92,11 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
         at: start_at,
         clock: duration(first.t),
     };
-    let job = engine.add(JobIds::of_process(STAND_IN), spec, swap_start, at);
-    if let Some(start) = &start {
-        engine.set_start_memory(job, start);
-    }
+    let start = start.map_or(StartMemory::swap(swap_start), |system| StartMemory {
+        swap_used_bytes: swap_start,
+        ..StartMemory::of(&system)
+    });
+    let job = engine.add(JobIds::of_process(STAND_IN), spec, start, at);
     let verdict = drive(&mut engine, job, poll, &mut source, &mut recorder);
     let (stopped_at_seconds, reason) = match recorder.acted {
         Some((t, reason)) => (Some(t), Some(reason)),

@@ -3,7 +3,10 @@
 //! [`StartGate`] whether the job may start, and shows why it waits through `show`, until the
 //! gate says go or gives up, or the driver is interrupted. The queue of jobs that wait for
 //! one another (`crate::queue`) comes in as `admit`: asked once the gate says go, with the
-//! counters of that poll, it may keep the job waiting, for its own reason.
+//! counters of that poll, it may keep the job waiting, for its own reason. Every decision
+//! (go, wait, give up past `--start-timeout`) is the gate's
+//! ([`StartGate::decide_queued`]); this loop only reads, sleeps and shows. It is not a
+//! step of the engine: no job is in one before it starts.
 
 use std::time::{Duration, Instant};
 
@@ -63,15 +66,8 @@ pub fn wait_for_room(
                 .find(|c| busy(c))
         });
         let obs = Observation::of_system(started.elapsed(), &system);
-        let decision = match gate.decide(limits, &obs, busy_now.as_deref()) {
-            StartDecision::Go => match admit.as_mut().map_or(Ok(()), |admit| admit(&system)) {
-                Ok(()) => StartDecision::Go,
-                Err(reason) if obs.t >= limits.start_timeout => StartDecision::GiveUp(reason),
-                Err(reason) => StartDecision::Wait(reason),
-            },
-            other => other,
-        };
-        match decision {
+        let queue = || admit.as_mut().map_or(Ok(()), |admit| admit(&system));
+        match gate.decide_queued(limits, &obs, busy_now.as_deref(), queue) {
             StartDecision::Go => return Ok(Ok(())),
             StartDecision::GiveUp(reason) => return Ok(Err(Waited::GaveUp(reason))),
             StartDecision::Wait(reason) => show(&reason),

@@ -160,7 +160,7 @@ proptest! {
         };
         let run = run_of(&system, swap_start, free_start, in_use_start);
         let back = through_a_trace(&sample, &run);
-        // What the engine is started from (`Engine::add`, `set_start_memory`): the run read
+        // What the engine is started from (`Engine::add` with a `StartMemory`): the run read
         // back is the one written (checked above).
         let start = run.start_system().unwrap();
         prop_assert_eq!(start.swap_used_bytes, swap_start);

@@ -19,7 +19,9 @@ use headroom_model::counters::{RunState, SystemCounters};
 use headroom_model::effects::{JobSignal, SignalReport};
 use headroom_model::members::{JobIds, Member};
 use headroom_model::process::{ProcessIdentity, TreeMemory};
-use headroom_rules::engine::{carry_out, Effects, Engine, JobMode, JobSpec, JobView, Moment};
+use headroom_rules::engine::{
+    carry_out, Effects, Engine, JobMode, JobSpec, JobView, Moment, StartMemory,
+};
 use headroom_rules::policy::{EndReason, JobEvent, Limits, StopReason};
 
 const LEADER: ProcessIdentity = ProcessIdentity {
@@ -247,7 +249,7 @@ fn same_stop(path: &str, trace: &Trace, limits: Limits) -> Option<(f64, StopReas
         at: SystemTime::UNIX_EPOCH,
         clock: Duration::ZERO,
     };
-    let job = engine.add(members, spec(limits.clone()), first, at);
+    let job = engine.add(members, spec(limits.clone()), StartMemory::swap(first), at);
     let verdict = drive(
         &mut engine,
         job,
@@ -293,13 +295,20 @@ fn the_apps_step_stops_where_the_terminals_loop_does() {
 
         let (mut source, mut terminal) = recorded(&trace, 0);
         let mut engine = Engine::default();
-        let job = engine.add(members(), spec(limits.clone()), first, at);
+        let job = engine.add(
+            members(),
+            spec(limits.clone()),
+            StartMemory::swap(first),
+            at,
+        );
         let verdict = drive(&mut engine, job, poll, &mut source, &mut terminal);
 
         // The app samples on after the trace's end: its job ends with its last member.
         let (mut source, mut app) = recorded(&trace, 60);
         let mut monitor = Monitor::default();
-        let job = monitor.jobs.add(members(), spec(limits), first, at);
+        let job = monitor
+            .jobs
+            .add(members(), spec(limits), StartMemory::swap(first), at);
         let app_verdict = loop {
             let input = source.next(check_due(&monitor.jobs, poll));
             let now = source.now();

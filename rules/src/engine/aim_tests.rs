@@ -47,7 +47,7 @@ fn growing() -> (Engine, u64, headroom_model::process::ProcessIdentity) {
         ..spec("hog", JobMode::Guard, limits)
     };
     let mut engine = Engine::default();
-    let job = engine.add(set(root), spec, 0, moment(0));
+    let job = engine.add(set(root), spec, StartMemory::swap(0), moment(0));
     for (seq, (ms, swap)) in [(0, 0), (100, 30 * MIB), (200, 70 * MIB)]
         .into_iter()
         .enumerate()

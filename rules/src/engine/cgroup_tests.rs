@@ -47,7 +47,7 @@ fn oom_killed(own: bool, first: (u64, Option<u64>), last: (u64, Option<u64>)) ->
     let job = jobs.add(
         set(root),
         spec("x", JobMode::Guard, Limits::default()),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, root, true, own, first.0, first.1));

@@ -36,7 +36,7 @@ fn notebook(pid: u32, limits: Limits) -> (Engine, headroom_model::process::Proce
     jobs.add(
         set(leader),
         spec("notebook", JobMode::Guard, limits),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));

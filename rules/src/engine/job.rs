@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::aim::Looks;
 use super::phase::{PauseCheck, PausePhase, RefusedMembers, StopCheck, StopPhase};
-use super::{Action, JobMode, JobSpec, JobStatus, Moment, STOP_CHECK};
+use super::{Action, JobMode, JobSpec, JobStatus, Moment, StartMemory, STOP_CHECK};
 use crate::policy::order::{self, Me, Peer, PeerAt};
 use crate::policy::share::{self, OtherJob};
 use crate::policy::{
@@ -149,14 +149,11 @@ impl Pauses {
 
 impl Job {
     /// A new running job.
-    pub(super) fn new(
-        id: u64,
-        ids: JobIds,
-        spec: JobSpec,
-        swap_now_bytes: u64,
-        at: Moment,
-    ) -> Self {
+    pub(super) fn new(id: u64, ids: JobIds, spec: JobSpec, start: StartMemory, at: Moment) -> Self {
         let root = ids.root;
+        let mut ledger = Ledger::new(start.swap_used_bytes);
+        ledger.set_free_start_percent(start.free_percent);
+        ledger.set_in_use_start_bytes(start.in_use_bytes);
         Job {
             id,
             root,
@@ -170,7 +167,7 @@ impl Job {
             check: spec.poll,
             looks: Looks::default(),
             spec,
-            ledger: Ledger::new(swap_now_bytes),
+            ledger,
             events: EventGate::default(),
             phase: Phase::Running,
             verdict: None,
@@ -181,7 +178,7 @@ impl Job {
             growth_bytes: 0,
             ended_at: None,
             exit: None,
-            stages: StageTracker::new(Some(swap_now_bytes)),
+            stages: StageTracker::new(Some(start.swap_used_bytes)),
             pauses: Pauses::default(),
             last: None,
             refused: RefusedMembers::new(),

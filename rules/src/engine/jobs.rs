@@ -8,12 +8,11 @@ use std::time::{Duration, SystemTime};
 use super::job::{Around, Calm, Job, Phase};
 use super::phase::PausePhase;
 use super::records::{FinishedJob, FinishedRun, RunStart, SavedJob};
-use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment};
+use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment, StartMemory};
 use crate::policy::order::{Peer, PeerAt};
 use crate::policy::share::OtherJob;
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::sample::Sample;
-use headroom_model::counters::SystemCounters;
 use headroom_model::effects::{Control, JobSignal, SignalReport, StopReport};
 use headroom_model::members::{JobIds, Member};
 use headroom_model::process::ProcessIdentity;
@@ -56,11 +55,13 @@ pub enum RequestError {
 }
 
 impl Engine {
-    /// Adds the job `ids` names with swap in use `swap_now_bytes` at `at` (the caller's
-    /// clocks; the engine reads none); returns its id. A process that already has a running
+    /// Adds the job `ids` names, started from `start` (read by the caller before the job
+    /// ran: a job that ends before its first sample still knows what it started with, and its
+    /// need counts from there) at `at` (the caller's clocks; the engine reads none); returns
+    /// its id. A process that already has a running
     /// job keeps it: watch never weakens a guard (its budget stays), guard turns a watch into
     /// a guard with the new budget.
-    pub fn add(&mut self, ids: JobIds, spec: JobSpec, swap_now_bytes: u64, at: Moment) -> u64 {
+    pub fn add(&mut self, ids: JobIds, spec: JobSpec, start: StartMemory, at: Moment) -> u64 {
         let root = ids.root;
         if let Some(existing) = self.jobs.iter_mut().find(|j| j.root == root && j.live()) {
             if spec.mode == JobMode::Guard {
@@ -70,8 +71,7 @@ impl Engine {
             return existing.id;
         }
         self.next_id += 1;
-        self.jobs
-            .push(Job::new(self.next_id, ids, spec, swap_now_bytes, at));
+        self.jobs.push(Job::new(self.next_id, ids, spec, start, at));
         self.next_id
     }
 
@@ -513,16 +513,6 @@ impl Engine {
         })
     }
 
-    /// The memory when job `id` was added, read by its caller (free memory, and memory in
-    /// use where the kernel counts it): a job that ends before its first sample still knows
-    /// what it started with, and its need counts from there.
-    pub fn set_start_memory(&mut self, id: u64, system: &SystemCounters) {
-        if let Some(job) = self.job_mut(id) {
-            job.ledger.set_free_start_percent(Some(system.free_percent));
-            job.ledger.set_in_use_start_bytes(system.in_use_bytes);
-        }
-    }
-
     /// The key job `id`'s run is recorded under and free memory at its start.
     pub fn run_start(&self, id: u64) -> Option<RunStart> {
         let job = self.job(id)?;
@@ -569,18 +559,17 @@ impl Engine {
             key: saved.key.clone(),
             ..base
         };
-        let id = self.add(ids, spec, saved.swap_start_bytes, at);
+        let start = StartMemory {
+            swap_used_bytes: saved.swap_start_bytes,
+            free_percent: saved.free_start_percent,
+            in_use_bytes: saved.in_use_start_bytes,
+        };
+        let id = self.add(ids, spec, start, at);
         if let Some(job) = self.job_mut(id) {
             let at = |ms: i64| {
                 std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
             };
             job.started_at = at(saved.started_at_ms);
-            if saved.free_start_percent.is_some() {
-                job.ledger.set_free_start_percent(saved.free_start_percent);
-            }
-            if saved.in_use_start_bytes.is_some() {
-                job.ledger.set_in_use_start_bytes(saved.in_use_start_bytes);
-            }
             job.pauses.count = saved.pauses;
             // Still stopped (SIGSTOP outlives us): taken up as paused, resumed on request,
             // and verified like any pause from the first sample on.

@@ -43,6 +43,7 @@ use serde::Serialize;
 use crate::policy::order::Peer;
 use crate::policy::{JobEvent, Limits, OnBudget, Verdict};
 use crate::stages::StageFigures;
+use headroom_model::counters::SystemCounters;
 use headroom_model::effects::JobSignal;
 use headroom_model::process::ProcessIdentity;
 
@@ -124,6 +125,40 @@ pub enum Action {
         /// The younger job to ask.
         peer: Peer,
     },
+}
+
+/// The memory a job starts from, as its driver read it before the job ran (or a saved job
+/// recorded it): what its swap growth and its need are measured from. The one way a job's
+/// start is given to the engine ([`Engine::add`]; [`Engine::restore`] builds one from the
+/// saved figures).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StartMemory {
+    /// Swap in use.
+    pub swap_used_bytes: u64,
+    /// System free memory, percent, where it was read.
+    pub free_percent: Option<f64>,
+    /// Memory in use (macOS's page counts), where it was read.
+    pub in_use_bytes: Option<u64>,
+}
+
+impl StartMemory {
+    /// What one reading of the system says.
+    pub fn of(system: &SystemCounters) -> Self {
+        StartMemory {
+            swap_used_bytes: system.swap_used_bytes,
+            free_percent: Some(system.free_percent),
+            in_use_bytes: system.in_use_bytes,
+        }
+    }
+
+    /// Swap in use alone (a trace that recorded nothing else of its start).
+    pub fn swap(swap_used_bytes: u64) -> Self {
+        StartMemory {
+            swap_used_bytes,
+            free_percent: None,
+            in_use_bytes: None,
+        }
+    }
 }
 
 /// What a new job is.

@@ -121,7 +121,7 @@ fn the_youngest_guard_pauses_first_and_resumes_first() {
             let job = engine.add(
                 set(root),
                 spec("hog", JobMode::Guard, limits),
-                0,
+                StartMemory::swap(0),
                 moment(k as u64 * 1000),
             );
             (job, root)
@@ -188,7 +188,7 @@ fn another_guards_younger_job_is_asked_and_a_refusal_is_not_asked_again() {
     let job = engine.add(
         set(leader),
         spec("old", JobMode::Guard, pausing(100 * MIB, 3, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     let none = HashSet::new();
@@ -248,7 +248,7 @@ fn a_younger_job_paused_by_the_same_growth_answers_the_crossing() {
     engine.add(
         set(leader),
         spec("old", JobMode::Guard, pausing(100 * MIB, 3, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     let none = HashSet::new();
@@ -276,20 +276,25 @@ fn make_room_is_for_running_guards_that_pause_with_pauses_left() {
     let stopper = engine.add(
         set(id(90)),
         spec("s", JobMode::Guard, cfg(100 * MIB)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
-    let watch = engine.add(set(id(91)), spec("w", JobMode::Watch, cfg(0)), 0, moment(0));
+    let watch = engine.add(
+        set(id(91)),
+        spec("w", JobMode::Watch, cfg(0)),
+        StartMemory::swap(0),
+        moment(0),
+    );
     let spent = engine.add(
         set(id(92)),
         spec("p", JobMode::Guard, pausing(100 * MIB, 0, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     let pauser = engine.add(
         set(id(93)),
         spec("p", JobMode::Guard, pausing(100 * MIB, 2, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     for (job, pid) in [(stopper, 90), (watch, 91), (spent, 92)] {

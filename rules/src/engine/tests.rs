@@ -157,7 +157,7 @@ fn a_stop_is_done_only_when_no_member_is_left() {
     let job = jobs.add(
         set(leader),
         spec("gen", JobMode::Guard, cfg(300 * MIB)),
-        1000 * MIB,
+        StartMemory::swap(1000 * MIB),
         moment(0),
     );
     assert!(jobs
@@ -213,7 +213,7 @@ fn a_stop_kills_after_the_grace_and_reaches_members_born_during_it() {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, cfg(8 << 30)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&at(0, 0, 50.0, leader, &[running(leader), running(child)]));
@@ -256,7 +256,7 @@ fn a_member_the_rules_refuse_is_said_at_once_and_the_job_ends_not_stopped() {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, cfg(100 * MIB)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     let both = [running(leader), running(theirs)];
@@ -307,7 +307,7 @@ fn a_member_that_outlives_sigkill_is_a_survivor() {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, cfg(8 << 30)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -332,7 +332,7 @@ fn a_job_that_ended_as_it_was_stopped_keeps_its_exit() {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, cfg(8 << 30)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -354,7 +354,7 @@ fn watch_never_stops_and_judges_at_exit() {
     jobs.add(
         set(leader),
         spec("sleep", JobMode::Watch, cfg(MIB)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     for seq in 0..5 {
@@ -375,13 +375,13 @@ fn adding_twice_upgrades_and_remove_forgets() {
     let a = jobs.add(
         set(leader),
         spec("x", JobMode::Watch, cfg(MIB)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     let b = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, cfg(MIB)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     assert_eq!(a, b);
@@ -398,7 +398,7 @@ fn prune_drops_old_finished_jobs() {
     jobs.add(
         set(leader),
         spec("x", JobMode::Watch, cfg(MIB)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, false));
@@ -431,7 +431,7 @@ fn crossed_pausing(pid: u32, max_pauses: u32) -> (Engine, u64, ProcessIdentity, 
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, pausing(100 * MIB, max_pauses, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -446,7 +446,7 @@ fn pause_mode_pauses_at_the_budget_and_a_resume_grants_a_new_budget() {
     let job = jobs.add(
         set(leader),
         spec("train", JobMode::Guard, pausing(300 * MIB, 3, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -515,7 +515,7 @@ fn a_pause_reaches_members_it_missed() {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, pausing(8 << 30, 3, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -628,7 +628,7 @@ fn paused_on_request(pid: u32) -> (Engine, u64, ProcessIdentity) {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, pausing(8 << 30, 3, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -684,7 +684,7 @@ fn the_crossing_after_the_last_pause_stops_the_job() {
     let job = jobs.add(
         set(leader),
         spec("render", JobMode::Guard, pausing(100 * MIB, 2, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     let (mut swap, mut seq, mut pauses) = (0, 0, 0);
@@ -720,7 +720,7 @@ fn resume_free_waits_for_room_and_calm_swap() {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, pausing(100 * MIB, 3, Some(40.0))),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&at(0, 0, 50.0, leader, &[running(leader)]));
@@ -769,7 +769,7 @@ fn requests_are_decided_by_the_engine() {
     let job = jobs.add(
         set(leader),
         spec("x", JobMode::Guard, cfg(8 << 30)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -825,7 +825,7 @@ fn an_interrupt_stops_a_command_and_lets_a_picked_process_go() {
         owned: true,
         ..spec("x", JobMode::Guard, cfg(8 << 30))
     };
-    let job = jobs.add(set(leader), owned, 0, moment(0));
+    let job = jobs.add(set(leader), owned, StartMemory::swap(0), moment(0));
     jobs.on_sample(&sample(0, 0, leader, true));
     let a = jobs.interrupt(job, 2, false, moment(100));
     assert_eq!(signal_of(&a).map(|s| s.0), Some(JobSignal::Terminate));
@@ -850,7 +850,7 @@ fn an_interrupt_stops_a_command_and_lets_a_picked_process_go() {
     let job = jobs.add(
         set(picked),
         spec("y", JobMode::Guard, cfg(8 << 30)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, picked, true));
@@ -874,7 +874,7 @@ fn warning_says_what_happens_at_the_budget() {
     jobs.add(
         set(leader),
         spec("x", JobMode::Guard, pausing(1000 * MIB, 3, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -930,7 +930,7 @@ fn pauses_and_the_duration_are_measured_on_the_times_given() {
     let job = jobs.add(
         set(leader),
         spec("train", JobMode::Guard, pausing(300 * MIB, 3, None)),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     jobs.on_sample(&sample(0, 0, leader, true));
@@ -972,7 +972,7 @@ fn a_run_is_recorded_under_its_key_from_the_free_memory_at_its_start() {
         key: Some("qwen image".into()),
         ..spec("python gen.py --steps 30", JobMode::Guard, cfg(8 << 30))
     };
-    let job = jobs.add(set(leader), named, 0, moment(0));
+    let job = jobs.add(set(leader), named, StartMemory::swap(0), moment(0));
     let other = jobs.add(
         set(id(58)),
         spec(
@@ -980,7 +980,7 @@ fn a_run_is_recorded_under_its_key_from_the_free_memory_at_its_start() {
             JobMode::Watch,
             cfg(8 << 30),
         ),
-        0,
+        StartMemory::swap(0),
         moment(0),
     );
     assert_eq!(jobs.run_start(job).unwrap().free_start_percent, None);
@@ -1008,7 +1008,7 @@ fn a_macs_run_is_measured_by_the_rise_of_memory_in_use_also_after_a_restart() {
     let leader = id(59);
     let mut jobs = Engine::default();
     let watched = spec("python gen.py", JobMode::Watch, cfg(8 << 30));
-    let job = jobs.add(set(leader), watched, 0, moment(0));
+    let job = jobs.add(set(leader), watched, StartMemory::swap(0), moment(0));
     // A Mac's samples: memory in use from the page counts, the level unmoved.
     let in_use = |seq: u64, gib: u64| {
         let mut sample = at(seq, 0, 62.5, leader, &[running(leader)]);
@@ -1048,7 +1048,7 @@ fn a_terminal_key_goes_to_every_member_of_a_running_job_and_stops_a_paused_one()
         owned: true,
         ..spec("x", JobMode::Guard, pausing(8 << 30, 3, None))
     };
-    let job = jobs.add(set(leader), owned, 0, moment(0));
+    let job = jobs.add(set(leader), owned, StartMemory::swap(0), moment(0));
     jobs.on_sample(&at(1, 0, 50.0, leader, &[running(setsid)]));
     let a = jobs.key(job, JobSignal::Interrupt, 2, moment(600));
     assert_eq!(

@@ -178,6 +178,28 @@ impl StartGate {
                 })
             })
         };
+        Self::ruling(limits, obs, reason)
+    }
+
+    /// [`StartGate::decide`], with the queue's last word once the gate itself says go
+    /// (`--wait-fit`): its `Err` keeps the job waiting for its reason, and past
+    /// `--start-timeout` gives up, as the gate's own reasons do. `queue` is asked only then.
+    pub fn decide_queued(
+        &mut self,
+        limits: &Limits,
+        obs: &Observation,
+        busy_now: Option<&str>,
+        queue: impl FnOnce() -> Result<(), WaitReason>,
+    ) -> StartDecision {
+        match self.decide(limits, obs, busy_now) {
+            StartDecision::Go => Self::ruling(limits, obs, queue().err()),
+            other => other,
+        }
+    }
+
+    /// Go without a reason to wait; with one, wait, or give up once `--start-timeout` has
+    /// passed.
+    fn ruling(limits: &Limits, obs: &Observation, reason: Option<WaitReason>) -> StartDecision {
         match reason {
             None => StartDecision::Go,
             Some(r) if obs.t >= limits.start_timeout => StartDecision::GiveUp(r),

@@ -46,6 +46,33 @@ fn start_gate_table() {
 }
 
 #[test]
+fn the_queue_has_the_last_word_only_once_the_gate_says_go() {
+    let limits = Limits {
+        start_timeout: Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let queued = || WaitReason::LowFree {
+        free_percent: 50.0,
+        need_percent: 60.0,
+    };
+    let mut gate = StartGate::default();
+    // The gate's own reason first: the queue is not asked.
+    let d = gate.decide_queued(&limits, &obs(0, 0, 5.0), None, || panic!("asked"));
+    assert!(
+        matches!(d, StartDecision::Wait(WaitReason::LowFree { free_percent, .. }) if free_percent == 5.0),
+        "{d:?}"
+    );
+    // The gate says go, the queue says wait; past the time-out, give up for its reason.
+    let d = gate.decide_queued(&limits, &obs(1999, 0, 80.0), None, || Err(queued()));
+    assert_eq!(d, StartDecision::Wait(queued()));
+    let d = gate.decide_queued(&limits, &obs(2000, 0, 80.0), None, || Err(queued()));
+    assert_eq!(d, StartDecision::GiveUp(queued()));
+    // Both say go.
+    let d = gate.decide_queued(&limits, &obs(2500, 0, 80.0), None, || Ok(()));
+    assert_eq!(d, StartDecision::Go);
+}
+
+#[test]
 fn start_gate_goes_at_once_without_busy_and_gives_up_at_timeout() {
     let limits = Limits {
         start_timeout: Duration::from_secs(2),

@@ -5,7 +5,7 @@
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::CounterSource;
 use headroom_os::members::{MemberSet, Members};
-use headroom_rules::engine::{JobMode, JobSpec};
+use headroom_rules::engine::{JobMode, JobSpec, StartMemory};
 use headroom_rules::policy::{Limits, LimitsForm};
 use tauri::State;
 
@@ -45,8 +45,7 @@ fn add_job(
     let mut monitor = lock(&state.monitor);
     let job_id = monitor
         .jobs
-        .add(members.ids(), spec, system.swap_used_bytes, now);
-    monitor.jobs.set_start_memory(job_id, &system);
+        .add(members.ids(), spec, StartMemory::of(&system), now);
     state.sampler.track(&members);
     let view = monitor
         .jobs
