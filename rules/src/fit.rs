@@ -386,5 +386,37 @@ pub fn answer(prediction: &Prediction, room: Room) -> Result<u64, u64> {
     }
 }
 
+/// The processes to name as making room when a job is `short` bytes short: the largest
+/// first, just enough of them to cover it (`rows`: name and footprint, the asker's own
+/// process left out by the caller).
+pub fn making_room(rows: Vec<(String, u64)>, short_bytes: u64) -> Vec<(String, u64)> {
+    let mut rows = rows;
+    rows.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+    let mut covered = 0u64;
+    let mut out = Vec::new();
+    for (name, bytes) in rows {
+        if covered >= short_bytes {
+            break;
+        }
+        covered = covered.saturating_add(bytes);
+        out.push((name, bytes));
+    }
+    out
+}
+
+/// The start gate of a job that waits in line (`guard --wait-fit`): with a need predicted
+/// from its past runs the queue decides its room by that need, and the fixed free-memory
+/// gate (`--wait-free`) is off; without one it waits by `--wait-free` as it was given.
+pub fn line_gate(limits: &Limits, need_bytes: Option<u64>) -> Limits {
+    Limits {
+        wait_free_percent: if need_bytes.is_some() {
+            0.0
+        } else {
+            limits.wait_free_percent
+        },
+        ..limits.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -222,20 +222,16 @@ fn need_of(need: Option<u64>, key: &str) -> anyhow::Result<(Option<Prediction>, 
     Ok(prediction_of(&store, key).map_err(exit::Invalid)?)
 }
 
-/// The largest processes but ours, enough of them to cover `short` bytes.
+/// The largest processes but ours, enough of them to cover `short` bytes
+/// ([`headroom_rules::fit::making_room`]).
 fn largest_others(counters: &Counters, short: u64) -> Vec<(String, u64)> {
-    let mut rows = counters.scan_footprints().unwrap_or_default();
     let me = std::process::id();
-    rows.retain(|r| r.pid != me);
-    rows.sort_by_key(|r| std::cmp::Reverse(r.memory.footprint_bytes));
-    let mut covered = 0u64;
-    let mut out = Vec::new();
-    for row in rows {
-        if covered >= short {
-            break;
-        }
-        covered = covered.saturating_add(row.memory.footprint_bytes);
-        out.push((row.name, row.memory.footprint_bytes));
-    }
-    out
+    let rows = counters
+        .scan_footprints()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.pid != me)
+        .map(|r| (r.name, r.memory.footprint_bytes))
+        .collect();
+    headroom_rules::fit::making_room(rows, short)
 }

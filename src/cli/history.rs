@@ -13,7 +13,7 @@ use headroom_model::units::{format_bytes, format_duration, printable, unix_ms};
 use headroom_rules::defaults as d;
 use headroom_rules::engine::{FinishedJob, JobMode};
 use headroom_rules::fit::Taken;
-use headroom_rules::policy::{EndReason, Verdict};
+use headroom_rules::policy::{EndReason, RecordedRun, Verdict};
 
 use super::exit;
 use super::output::{print_json, say};
@@ -210,8 +210,7 @@ fn import(
     let meta = trace.start.clone().unwrap_or_default();
     let total = total_memory.or_else(|| (meta.run.total_bytes > 0).then_some(meta.run.total_bytes));
     let tolerance = d::FITS_TOLERANCE_BYTES;
-    let verdict = Verdict {
-        fits: summary.swap_rise_bytes <= tolerance,
+    let recorded = RecordedRun {
         swap_growth_bytes: summary.swap_rise_bytes,
         swap_start_bytes: summary.swap_start_bytes,
         peak_footprint_bytes: Some(summary.peak_footprint_bytes),
@@ -219,14 +218,9 @@ fn import(
         in_use_taken_bytes: summary.in_use_taken_bytes,
         duration: Duration::from_secs_f64(summary.duration_seconds.max(0.0)),
         ended: EndReason::Exited { code: 0 },
-        processes: 0,
-        fits_tolerance_bytes: tolerance,
         stages: summary.stage_swap.clone(),
-        tight: None,
-        pauses: 0,
-        paused: Duration::ZERO,
-        oom_killed: None,
     };
+    let verdict = Verdict::recorded(recorded, tolerance);
     let started = meta
         .utc
         .as_deref()

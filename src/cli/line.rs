@@ -29,13 +29,13 @@ pub fn join(
     limits: &mut Limits,
 ) -> Option<Line> {
     let need_bytes = before.prediction().map(|p| p.need_bytes);
-    match need_bytes {
-        Some(_) => limits.wait_free_percent = 0.0,
-        None => say(&format!(
+    *limits = headroom_rules::fit::line_gate(limits, need_bytes);
+    if need_bytes.is_none() {
+        say(&format!(
             "no past run of {}: waiting by --wait-free ({}%)",
             printable(before.key()),
             limits.wait_free_percent
-        )),
+        ));
     }
     let me = std::process::id();
     let guard = match ProcessIdentity::of(counters, me) {

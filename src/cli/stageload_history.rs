@@ -20,7 +20,7 @@ use headroom_model::units::{bounded_bytes, bounded_percent, bounded_seconds, uni
 use headroom_rules::defaults as d;
 use headroom_rules::engine::{FinishedJob, JobMode};
 use headroom_rules::fit::{job_key, typed_key, Taken};
-use headroom_rules::policy::{EndReason, StopReason, Verdict};
+use headroom_rules::policy::{EndReason, RecordedRun, StopReason, Verdict};
 use serde::Deserialize;
 
 /// stageload's exit code for a command its guard stopped.
@@ -134,8 +134,8 @@ fn run(record: &Record, ended: SystemTime, key: Option<&str>) -> (FinishedJob, R
         },
         code => EndReason::Exited { code },
     };
-    let verdict = Verdict {
-        fits: growth <= tolerance && record.exit != STAGELOAD_KILLED,
+    // A run stageload killed ended at a limit: it did not fit, whatever its swap did.
+    let recorded = RecordedRun {
         swap_growth_bytes: growth,
         swap_start_bytes: record.swap_start.unwrap_or(0),
         peak_footprint_bytes: record.peak_footprint,
@@ -143,14 +143,9 @@ fn run(record: &Record, ended: SystemTime, key: Option<&str>) -> (FinishedJob, R
         in_use_taken_bytes: None,
         duration,
         ended: ended_as,
-        processes: 0,
-        fits_tolerance_bytes: tolerance,
         stages: Vec::new(),
-        tight: None,
-        pauses: 0,
-        paused: Duration::ZERO,
-        oom_killed: None,
     };
+    let verdict = Verdict::recorded(recorded, tolerance);
     let argv: Vec<String> = record.cmd.split_whitespace().map(str::to_string).collect();
     // One normalisation for every key (`typed_key`): the label is a key typed in a file.
     let key = key

@@ -216,3 +216,42 @@ proptest::proptest! {
         proptest::prop_assert!(answer(&prediction, room).is_err(), "{need_bytes} fits in {room:?}");
     }
 }
+
+#[test]
+fn making_room_names_the_largest_until_the_shortfall_is_covered() {
+    let rows = |sizes: &[(&str, u64)]| -> Vec<(String, u64)> {
+        sizes.iter().map(|(n, b)| ((*n).to_string(), *b)).collect()
+    };
+    let procs = rows(&[("mail", GIB), ("chrome", 5 * GIB), ("xcode", 3 * GIB)]);
+    // (short by, the names in order)
+    let table: &[(u64, &[&str])] = &[
+        (0, &[]),
+        (1, &["chrome"]),
+        (5 * GIB, &["chrome"]),
+        (5 * GIB + 1, &["chrome", "xcode"]),
+        (8 * GIB + 1, &["chrome", "xcode", "mail"]),
+        (100 * GIB, &["chrome", "xcode", "mail"]),
+    ];
+    for (short, want) in table {
+        let got: Vec<String> = making_room(procs.clone(), *short)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(got, *want, "short by {short}");
+    }
+}
+
+#[test]
+fn a_line_with_a_known_need_waits_by_it_not_by_wait_free() {
+    let limits = Limits {
+        wait_free_percent: 40.0,
+        ..Limits::default()
+    };
+    assert_eq!(line_gate(&limits, Some(GIB)).wait_free_percent, 0.0);
+    assert_eq!(line_gate(&limits, None).wait_free_percent, 40.0);
+    // Nothing else of the limits changes.
+    assert_eq!(
+        line_gate(&limits, Some(GIB)).swap_budget_bytes,
+        limits.swap_budget_bytes
+    );
+}

@@ -358,9 +358,7 @@ impl Ledger {
         let growth = self.peak_growth_bytes();
         let oom_killed = self.oom_killed(&ended);
         Verdict {
-            fits: growth <= fits_tolerance_bytes
-                && ended.at_a_limit().is_none()
-                && oom_killed.is_none(),
+            fits: Verdict::fit_by(growth, fits_tolerance_bytes, &ended, oom_killed.as_ref()),
             oom_killed,
             swap_growth_bytes: growth,
             swap_start_bytes: self.swap_start_bytes,

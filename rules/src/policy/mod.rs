@@ -308,7 +308,7 @@ pub use form::{LimitsField, LimitsFieldError, LimitsForm};
 pub use ledger::Ledger;
 pub use reasons::{EndReason, StopReason, Survivor};
 pub use start::{StartDecision, StartGate, WaitReason};
-pub use verdict::{times, OomKilled, Tightness, Verdict};
+pub use verdict::{times, OomKilled, RecordedRun, Tightness, Verdict};
 
 #[cfg(test)]
 mod tests;

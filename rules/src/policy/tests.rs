@@ -188,6 +188,47 @@ fn fast_growth_stops_before_passing_the_budget() {
 }
 
 #[test]
+fn a_recorded_run_is_judged_by_the_live_rule() {
+    let tol = 64 * MIB;
+    let run = |growth: u64, ended: EndReason| RecordedRun {
+        swap_growth_bytes: growth,
+        swap_start_bytes: GIB,
+        peak_footprint_bytes: None,
+        lowest_free_percent: None,
+        in_use_taken_bytes: None,
+        duration: Duration::from_secs(10),
+        ended,
+        stages: Vec::new(),
+    };
+    let exited = EndReason::Exited { code: 0 };
+    let at_budget = EndReason::Stopped {
+        reason: StopReason::SwapBudget {
+            growth_bytes: 0,
+            budget_bytes: 0,
+        },
+    };
+    let requested = EndReason::Stopped {
+        reason: StopReason::Requested,
+    };
+    // (growth, how it ended, fits)
+    let table = [
+        (0, exited.clone(), true),
+        (tol, exited.clone(), true),
+        (tol + 1, exited, false),
+        // Stopped at a limit: it did not fit, whatever swap did (stageload's killed run).
+        (0, at_budget, false),
+        // Stopped on request: judged by its swap.
+        (0, requested, true),
+    ];
+    for (growth, ended, fits) in table {
+        let v = Verdict::recorded(run(growth, ended.clone()), tol);
+        assert_eq!(v.fits, fits, "{growth} {ended:?}");
+        assert_eq!(v.fits, Verdict::fit_by(growth, tol, &ended, None));
+        assert_eq!(v.swap_growth_bytes, growth);
+    }
+}
+
+#[test]
 fn verdicts() {
     let mut job = Ledger::new(GIB);
     for (t, swap, free, fp) in [

@@ -75,6 +75,72 @@ impl std::fmt::Display for OomKilled {
     }
 }
 
+/// What a run recorded elsewhere says of itself (a trace's samples summed up, a line of
+/// stageload's history): the figures its verdict is judged from by [`Verdict::recorded`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRun {
+    /// Peak swap in use minus swap in use at the start.
+    pub swap_growth_bytes: u64,
+    /// Swap in use at the start.
+    pub swap_start_bytes: u64,
+    /// Peak footprint, where it was measured.
+    pub peak_footprint_bytes: Option<u64>,
+    /// Lowest system free memory, percent, where it was measured.
+    pub lowest_free_percent: Option<f64>,
+    /// The most it took of memory in use, where it was measured (macOS).
+    pub in_use_taken_bytes: Option<u64>,
+    /// How long it ran.
+    pub duration: Duration,
+    /// How it ended.
+    pub ended: EndReason,
+    /// Its stages, as it marked them.
+    pub stages: Vec<StageFigures>,
+}
+
+impl Verdict {
+    /// Whether a job fit: its swap grew no more than `fits_tolerance_bytes`, no guard
+    /// stopped it at a limit, and the OOM killer did not end it. The one rule for a live
+    /// job's verdict ([`super::Ledger::verdict`]) and a recorded one's
+    /// ([`Verdict::recorded`]).
+    pub fn fit_by(
+        swap_growth_bytes: u64,
+        fits_tolerance_bytes: u64,
+        ended: &EndReason,
+        oom_killed: Option<&OomKilled>,
+    ) -> bool {
+        swap_growth_bytes <= fits_tolerance_bytes
+            && ended.at_a_limit().is_none()
+            && oom_killed.is_none()
+    }
+
+    /// The verdict on a run recorded elsewhere (`history import`), by the rule a live job
+    /// is judged by ([`Verdict::fit_by`]).
+    pub fn recorded(run: RecordedRun, fits_tolerance_bytes: u64) -> Verdict {
+        Verdict {
+            fits: Self::fit_by(
+                run.swap_growth_bytes,
+                fits_tolerance_bytes,
+                &run.ended,
+                None,
+            ),
+            swap_growth_bytes: run.swap_growth_bytes,
+            swap_start_bytes: run.swap_start_bytes,
+            peak_footprint_bytes: run.peak_footprint_bytes,
+            lowest_free_percent: run.lowest_free_percent,
+            in_use_taken_bytes: run.in_use_taken_bytes,
+            duration: run.duration,
+            ended: run.ended,
+            processes: 0,
+            fits_tolerance_bytes,
+            stages: run.stages,
+            tight: None,
+            pauses: 0,
+            paused: Duration::ZERO,
+            oom_killed: None,
+        }
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
