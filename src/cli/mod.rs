@@ -3,29 +3,19 @@
 //! Flags are parsed and validated into typed values before anything runs: an invalid value
 //! exits 2 with a message naming the flag (clap's usage error).
 
-mod budget;
-mod control;
 pub mod exit;
-mod fit;
 pub mod given;
-mod guard;
-mod history;
-mod line;
-mod mark;
+mod job;
 mod output;
-mod plot;
-mod queue;
-mod record;
-mod report;
-mod runs;
+mod past;
 mod serve;
-mod signals;
-mod sinks;
-mod stageload_history;
 mod status;
-mod trace_cmd;
+mod traces;
 mod values;
-mod watch;
+
+use job::{control, guard, mark, queue, watch};
+use past::{fit, history};
+use traces::{record, trace_cmd};
 
 use std::process::ExitCode;
 

@@ -16,8 +16,8 @@ use headroom_rules::defaults as d;
 use headroom_rules::defaults::text;
 use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
-use super::output::say;
-use super::signals::Signals;
+use crate::cli::job::signals::Signals;
+use crate::cli::output::say;
 
 /// Flags of `headroom serve`.
 #[derive(Debug, Args)]
@@ -32,7 +32,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = DEFAULT_METRICS_ADDRESS, value_parser = parse_address, value_name = "IP:PORT")]
     listen: SocketAddr,
     /// Time between readings of the counters.
-    #[arg(long, default_value = text::duration(d::SERVE_INTERVAL), allow_hyphen_values = true, value_parser = super::values::parse_interval, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::SERVE_INTERVAL), allow_hyphen_values = true, value_parser = crate::cli::values::parse_interval, value_name = "DURATION")]
     interval: Duration,
 }
 

@@ -89,7 +89,7 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         .map(JobJson::of)
         .collect();
     if args.json {
-        super::output::print_json(&StatusJson {
+        crate::cli::output::print_json(&StatusJson {
             system: &system,
             jobs,
             processes,

@@ -9,7 +9,7 @@ use headroom_rules::defaults as d;
 use headroom_rules::defaults::text;
 use headroom_rules::policy::{Limits, OnBudget};
 
-use super::sinks::TraceSink;
+use crate::cli::job::sinks::TraceSink;
 
 /// Budget flags (the stop rules and the verdict's tolerance).
 #[derive(Debug, Clone, Args)]
@@ -18,29 +18,29 @@ pub struct BudgetArgs {
     /// 512M; binary units). When swap, growing at its rate, would pass it before the next
     /// check, the guard looks again just after that moment (a replayed trace without such
     /// looks: stopped when it would pass it before the next check).
-    #[arg(long, default_value = text::size(d::SWAP_BUDGET_BYTES), allow_hyphen_values = true, value_parser = super::values::parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = text::size(d::SWAP_BUDGET_BYTES), allow_hyphen_values = true, value_parser = crate::cli::values::parse_size, value_name = "SIZE")]
     pub swap_budget: u64,
     /// Also stop when swap in use passes this absolute amount (and, for guard, do not start
     /// while swap in use plus the budget is above it).
-    #[arg(long, allow_hyphen_values = true, value_parser = super::values::parse_size, value_name = "SIZE")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::cli::values::parse_size, value_name = "SIZE")]
     pub swap_limit: Option<u64>,
     /// Stop when free memory stays below this percent for two samples in a row (one, under
     /// a memory limit: the OOM killer acts at the limit).
-    #[arg(long, default_value = text::percent(d::KILL_FREE_PERCENT), allow_hyphen_values = true, value_parser = super::values::parse_percent, value_name = "PERCENT")]
+    #[arg(long, default_value = text::percent(d::KILL_FREE_PERCENT), allow_hyphen_values = true, value_parser = crate::cli::values::parse_percent, value_name = "PERCENT")]
     pub kill_free: f64,
     /// Swap growth up to this still counts as "fits".
-    #[arg(long, default_value = text::size(d::FITS_TOLERANCE_BYTES), allow_hyphen_values = true, value_parser = super::values::parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = text::size(d::FITS_TOLERANCE_BYTES), allow_hyphen_values = true, value_parser = crate::cli::values::parse_size, value_name = "SIZE")]
     pub fits_tolerance: u64,
     /// A run that fits is "tight" when compressed memory (macOS compressor, Linux zswap)
     /// grew more than this.
-    #[arg(long, default_value = text::size(d::TIGHT_COMPRESSED_BYTES), allow_hyphen_values = true, value_parser = super::values::parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = text::size(d::TIGHT_COMPRESSED_BYTES), allow_hyphen_values = true, value_parser = crate::cli::values::parse_size, value_name = "SIZE")]
     pub tight_compressed: u64,
     /// A run that fits is "tight" when free memory fell under this percent.
-    #[arg(long, default_value = text::percent(d::TIGHT_FREE_PERCENT), allow_hyphen_values = true, value_parser = super::values::parse_percent, value_name = "PERCENT")]
+    #[arg(long, default_value = text::percent(d::TIGHT_FREE_PERCENT), allow_hyphen_values = true, value_parser = crate::cli::values::parse_percent, value_name = "PERCENT")]
     pub tight_free: f64,
     /// Report swap growth each time it passes another multiple of this (at most once a
     /// minute).
-    #[arg(long, default_value = text::size(d::NOTIFY_STEP_BYTES), allow_hyphen_values = true, value_parser = super::values::parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = text::size(d::NOTIFY_STEP_BYTES), allow_hyphen_values = true, value_parser = crate::cli::values::parse_size, value_name = "SIZE")]
     pub notify_step: u64,
 }
 
@@ -132,11 +132,11 @@ pub struct PauseArgs {
     pub max_pauses: u32,
     /// With --on-budget pause: resume by itself once free memory is back at or above this
     /// percent and swap has stopped growing for --resume-calm.
-    #[arg(long, allow_hyphen_values = true, value_parser = super::values::parse_percent, value_name = "PERCENT")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::cli::values::parse_percent, value_name = "PERCENT")]
     pub resume_free: Option<f64>,
     /// With --resume-free: how long swap must have stopped growing (by 16 MiB or more)
     /// before the job is resumed (with --on-budget interrupt: before its budget is back).
-    #[arg(long, default_value = text::duration(d::RESUME_CALM), allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::RESUME_CALM), allow_hyphen_values = true, value_parser = crate::cli::values::parse_duration, value_name = "DURATION")]
     pub resume_calm: Duration,
 }
 
@@ -163,10 +163,10 @@ impl PauseArgs {
 pub struct RunArgs {
     /// Time between checks and trace samples. A guard checks more often as swap nears the
     /// budget or grows fast (down to every 100 ms); the trace keeps this interval.
-    #[arg(long, default_value = text::duration(d::POLL), allow_hyphen_values = true, value_parser = super::values::parse_interval, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::POLL), allow_hyphen_values = true, value_parser = crate::cli::values::parse_interval, value_name = "DURATION")]
     pub poll: Duration,
     /// Time between SIGTERM and SIGKILL when stopping.
-    #[arg(long, default_value = text::duration(d::GRACE), allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::GRACE), allow_hyphen_values = true, value_parser = crate::cli::values::parse_duration, value_name = "DURATION")]
     pub grace: Duration,
     /// Also write a JSONL memory trace of the job here.
     #[arg(long, value_name = "PATH")]

@@ -19,14 +19,14 @@ use headroom_rules::policy::{Limits, WaitReason};
 use regex::Regex;
 use serde::Serialize;
 
-use super::budget::JobArgs;
-use super::exit;
-use super::line;
-use super::output::{print_json, say};
-use super::report::Report;
-use super::runs::{after_end, before_start, Before, HistoryFlags, KEY_ENV};
-use super::signals::Signals;
-use super::sinks::job_sinks;
+use crate::cli::exit;
+use crate::cli::job::budget::JobArgs;
+use crate::cli::job::line;
+use crate::cli::job::report::Report;
+use crate::cli::job::signals::Signals;
+use crate::cli::job::sinks::job_sinks;
+use crate::cli::output::{print_json, say};
+use crate::cli::past::runs::{after_end, before_start, Before, HistoryFlags, KEY_ENV};
 
 /// Flags of `headroom guard`.
 #[derive(Debug, Args)]
@@ -65,10 +65,10 @@ pub struct GuardArgs {
     #[arg(long, value_parser = parse_regex, value_name = "REGEX")]
     busy: Vec<Regex>,
     /// How long no --busy process may have run before starting.
-    #[arg(long, default_value = text::duration(d::QUIET_FOR), allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::QUIET_FOR), allow_hyphen_values = true, value_parser = crate::cli::values::parse_duration, value_name = "DURATION")]
     quiet_for: Duration,
     /// Give up waiting for room after this long (exit 4).
-    #[arg(long, default_value = text::duration(d::START_TIMEOUT), allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::START_TIMEOUT), allow_hyphen_values = true, value_parser = crate::cli::values::parse_duration, value_name = "DURATION")]
     start_timeout: Duration,
     #[command(flatten)]
     job: JobArgs,

@@ -12,9 +12,9 @@ use headroom_model::units::{format_bytes, format_delta_bytes, format_duration};
 use headroom_rules::engine::{JobMode, JobSpec};
 use headroom_rules::policy::Limits;
 
-use super::budget::{BudgetArgs, BUDGET_FLAGS};
-use super::exit;
-use super::output::print_json;
+use crate::cli::exit;
+use crate::cli::job::budget::{BudgetArgs, BUDGET_FLAGS};
+use crate::cli::output::print_json;
 
 /// `headroom trace` subcommands.
 #[derive(Debug, Subcommand)]
@@ -70,7 +70,7 @@ fn replay_limits(trace: &Trace, flags: &BudgetArgs, poll: std::time::Duration) -
     let Some(recorded) = trace.start.as_ref().and_then(|s| s.limits.as_ref()) else {
         return flags.limits(poll);
     };
-    let given = super::given::given(&["trace", "replay"], &BUDGET_FLAGS);
+    let given = crate::cli::given::given(&["trace", "replay"], &BUDGET_FLAGS);
     let own = recorded.apply(Limits {
         lookahead: poll,
         ..Limits::default()
@@ -134,7 +134,12 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            super::plot::write_trace_chart(&trace, &stage_labels(&trace), &title, output)?;
+            crate::cli::traces::plot::write_trace_chart(
+                &trace,
+                &stage_labels(&trace),
+                &title,
+                output,
+            )?;
             eprintln!("headroom: wrote {}", output.display());
             Ok(ExitCode::SUCCESS)
         }

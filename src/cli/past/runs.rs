@@ -14,7 +14,7 @@ use headroom_os::counters::{CounterSource, Counters};
 use headroom_os::paths::Dirs;
 use headroom_rules::fit::{job_key, Prediction, Taken};
 
-use super::output::say;
+use crate::cli::output::say;
 
 /// The environment variable `guard` sets for its command: the job's history key (what
 /// `headroom fit --key` asks about).
@@ -25,7 +25,7 @@ pub const KEY_ENV: &str = "HEADROOM_KEY";
 pub struct HistoryFlags {
     /// Name the job: runs with the same key share a history, whatever their arguments
     /// (default: the command line, its program and script by file name).
-    #[arg(long, value_name = "NAME", value_parser = super::values::parse_key)]
+    #[arg(long, value_name = "NAME", value_parser = crate::cli::values::parse_key)]
     pub key: Option<String>,
     /// Keep no record of this run (its key's past runs are still read for the prediction
     /// and `--wait-fit`).

@@ -14,8 +14,8 @@ use headroom_os::paths::Dirs;
 use headroom_rules::fit::Room;
 use headroom_rules::policy::{Limits, WaitReason};
 
-use super::output::say;
-use super::runs::Before;
+use crate::cli::output::say;
+use crate::cli::past::runs::Before;
 use headroom_os::process::ProcessLookup;
 
 /// Joins the queue for `guard --wait-fit`. With a prediction the job waits for its need

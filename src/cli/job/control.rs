@@ -23,8 +23,8 @@ use headroom_os::unix::signals::Kernel;
 use headroom_rules::defaults::GRACE;
 use headroom_rules::policy::EndReason;
 
-use super::exit;
-use super::output::say;
+use crate::cli::exit;
+use crate::cli::output::say;
 
 /// Arguments of `headroom resume`, `pause` and `stop`.
 #[derive(Debug, Args)]
@@ -86,7 +86,7 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
         if let Some(file) = orphan {
             return unguarded(&counters, &dirs, &file, control);
         }
-        if let Some(place) = super::line::waiting_guard(&counters, args.pid) {
+        if let Some(place) = crate::cli::job::line::waiting_guard(&counters, args.pid) {
             return waiting(&counters, &place, control);
         }
     }

@@ -14,9 +14,9 @@ use headroom_rules::fit::{answer, job_key, Prediction, Room};
 use headroom_rules::policy::Limits;
 use serde::Serialize;
 
-use super::exit;
-use super::output::{print_json, say};
-use super::runs::{basis, open_store_to_read, prediction_of};
+use crate::cli::exit;
+use crate::cli::output::{print_json, say};
+use crate::cli::past::runs::{basis, open_store_to_read, prediction_of};
 
 /// `headroom fit`: will the job fit now, from its past runs? Runs nothing.
 #[derive(Debug, Args)]
@@ -35,14 +35,14 @@ pub struct FitArgs {
     free: Option<String>,
     /// With `--free`: the memory of the machine the question is about (e.g. 48G), for the
     /// free floor and a percent of `--free`.
-    #[arg(long, value_name = "SIZE", requires = "free", value_parser = super::values::parse_size)]
+    #[arg(long, value_name = "SIZE", requires = "free", value_parser = crate::cli::values::parse_size)]
     total_memory: Option<u64>,
     /// The free floor the job's guard will keep (its `--kill-free`): the room is what is
     /// free above it.
-    #[arg(long, default_value = d::text::percent(d::KILL_FREE_PERCENT), value_parser = super::values::parse_percent, value_name = "PERCENT")]
+    #[arg(long, default_value = d::text::percent(d::KILL_FREE_PERCENT), value_parser = crate::cli::values::parse_percent, value_name = "PERCENT")]
     kill_free: f64,
     /// Ask about this need instead of the key's past runs: a size (12G).
-    #[arg(long, value_name = "SIZE", value_parser = super::values::parse_size, conflicts_with = "key")]
+    #[arg(long, value_name = "SIZE", value_parser = crate::cli::values::parse_size, conflicts_with = "key")]
     need: Option<u64>,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -56,7 +56,7 @@ pub struct FitArgs {
 #[derive(Debug, Args)]
 struct HistoryKey {
     /// The job's key (default: from the command line, as `guard` names it).
-    #[arg(long, value_name = "NAME", value_parser = super::values::parse_key)]
+    #[arg(long, value_name = "NAME", value_parser = crate::cli::values::parse_key)]
     key: Option<String>,
 }
 
@@ -83,10 +83,10 @@ struct FitJson<'a> {
 fn parse_free(text: &str, total: u64) -> Result<u64, String> {
     let t = text.trim();
     if let Some(percent) = t.strip_suffix('%') {
-        let p = super::values::parse_percent(percent).map_err(|e| format!("--free: {e}"))?;
+        let p = crate::cli::values::parse_percent(percent).map_err(|e| format!("--free: {e}"))?;
         return Ok(percent_of_bytes(p, total));
     }
-    let free = super::values::parse_size(t).map_err(|e| format!("--free: {e}"))?;
+    let free = crate::cli::values::parse_size(t).map_err(|e| format!("--free: {e}"))?;
     if free > total {
         return Err(format!(
             "--free: {} is more than the machine's memory ({}; --total-memory names another)",

@@ -12,8 +12,8 @@ use headroom_os::counters::Counters;
 use headroom_os::paths::Dirs;
 use serde::Serialize;
 
-use super::exit;
-use super::output::print_json;
+use crate::cli::exit;
+use crate::cli::output::print_json;
 
 /// `headroom queue`: the guards of `guard --wait-fit`, in turn.
 #[derive(Debug, Args)]

@@ -15,10 +15,10 @@ use headroom_rules::engine::{FinishedJob, JobMode};
 use headroom_rules::fit::Taken;
 use headroom_rules::policy::{EndReason, RecordedRun, Verdict};
 
-use super::exit;
-use super::output::{print_json, say};
+use crate::cli::exit;
+use crate::cli::output::{print_json, say};
 
-use super::runs::{open_store, open_store_to_read};
+use crate::cli::past::runs::{open_store, open_store_to_read};
 
 /// `headroom history`: the runs of a key, or the keys.
 #[derive(Debug, Args)]
@@ -27,7 +27,7 @@ pub struct HistoryArgs {
     #[command(subcommand)]
     command: Option<HistoryCommand>,
     /// The key whose runs to show (without it: every key, its run count and last verdict).
-    #[arg(value_name = "KEY", value_parser = super::values::parse_key)]
+    #[arg(value_name = "KEY", value_parser = crate::cli::values::parse_key)]
     key: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -45,7 +45,7 @@ enum HistoryCommand {
         /// The key to forget.
         #[arg(
             value_name = "KEY",
-            value_parser = super::values::parse_key,
+            value_parser = crate::cli::values::parse_key,
             required_unless_present = "all",
             conflicts_with = "all"
         )]
@@ -62,10 +62,10 @@ enum HistoryCommand {
         traces: Vec<PathBuf>,
         /// The key they are runs of (needed for a trace; stageload's history keys each run
         /// by its `who` label, else by its command line, unless given).
-        #[arg(long, value_name = "KEY", value_parser = super::values::parse_key)]
+        #[arg(long, value_name = "KEY", value_parser = crate::cli::values::parse_key)]
         key: Option<String>,
         /// The machine's memory (stageload's traces do not say it), e.g. 48G.
-        #[arg(long, value_parser = super::values::parse_memory_size, value_name = "SIZE")]
+        #[arg(long, value_parser = crate::cli::values::parse_memory_size, value_name = "SIZE")]
         total_memory: Option<u64>,
     },
 }
@@ -163,7 +163,7 @@ fn import_file(
     path: &std::path::Path,
     key: Option<&str>,
     total_memory: Option<u64>,
-) -> anyhow::Result<super::stageload_history::Imported> {
+) -> anyhow::Result<crate::cli::past::stageload_history::Imported> {
     let bad = |why: String| exit::Invalid(format!("{}: {why}", path.display()));
     let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
     if !meta.is_file() {
@@ -185,8 +185,10 @@ fn import_file(
         &mut text,
     )
     .map_err(|e| bad(e.to_string()))?;
-    if super::stageload_history::is_stageload_history(&text) {
-        return Ok(super::stageload_history::runs(path, &text, key).map_err(exit::Invalid)?);
+    if crate::cli::past::stageload_history::is_stageload_history(&text) {
+        return Ok(
+            crate::cli::past::stageload_history::runs(path, &text, key).map_err(exit::Invalid)?
+        );
     }
     let key = key.ok_or_else(|| {
         exit::Invalid(format!(

@@ -24,7 +24,7 @@ use headroom_rules::policy::Limits;
 use headroom_rules::stages::{Reported, MAX_STAGES};
 use serde_json::Map;
 
-use super::output::write_line;
+use crate::cli::output::write_line;
 
 /// Lines on stderr: each event (a stage that repeats and a flood of reports, in short:
 /// [`Printer::shown`]), the problems, the verdict. Command lines are printed with
@@ -33,7 +33,7 @@ use super::output::write_line;
 pub struct Printer {
     command: String,
     /// The run's prediction: its verdict line says how the run compared.
-    compared: Option<super::runs::Compared>,
+    compared: Option<crate::cli::past::runs::Compared>,
     /// Stage names whose line was shown (see [`Printer::shown`]).
     stages_seen: HashSet<String>,
     /// The line saying that repeated stages are not shown was.
@@ -46,7 +46,7 @@ pub struct Printer {
 
 impl Printer {
     /// A printer for `command`, whose verdict line compares the run with `compared`.
-    pub fn new(command: &str, compared: Option<super::runs::Compared>) -> Self {
+    pub fn new(command: &str, compared: Option<crate::cli::past::runs::Compared>) -> Self {
         Printer {
             command: printable(command).into_owned(),
             compared,
@@ -180,7 +180,7 @@ impl TraceSink {
         limits: &Limits,
     ) -> anyhow::Result<Self> {
         let file = fifo::create_for_writing(path)
-            .map_err(|e| super::exit::Invalid(format!("--trace {}: {e}", path.display())))?;
+            .map_err(|e| crate::cli::exit::Invalid(format!("--trace {}: {e}", path.display())))?;
         let run = Counters::new()
             .read_system()
             .map(|system| RunRecord::of_system(&system))
@@ -293,8 +293,8 @@ pub fn job_sinks(
     counters: &headroom_os::counters::Counters,
     command_line: &str,
     trace: Option<TraceSink>,
-    report: Option<super::report::ReportSink>,
-    compared: Option<super::runs::Compared>,
+    report: Option<crate::cli::job::report::ReportSink>,
+    compared: Option<crate::cli::past::runs::Compared>,
 ) -> Vec<Box<dyn Sink>> {
     let me = std::process::id();
     let guard = ProcessIdentity {

@@ -31,14 +31,14 @@ records when a read fails, and an `end` record.
 Recording stops after --duration, on Ctrl-C/SIGTERM, or when every --pid process has exited.")]
 pub struct RecordArgs {
     /// Time between samples (e.g. 0.5s, 250ms, 1s).
-    #[arg(long, default_value = text::duration(d::POLL), allow_hyphen_values = true, value_parser = super::values::parse_interval, value_name = "DURATION")]
+    #[arg(long, default_value = text::duration(d::POLL), allow_hyphen_values = true, value_parser = crate::cli::values::parse_interval, value_name = "DURATION")]
     interval: Duration,
     /// Trace this process and its descendants; repeat for several. `footprint` is the sum of
     /// their footprints. Without --pid, `footprint` is written as 0 (system counters only).
     #[arg(long = "pid", value_name = "PID")]
     pids: Vec<u32>,
     /// Stop after this long (e.g. 3s, 10m). Without it, record until interrupted.
-    #[arg(long, allow_hyphen_values = true, value_parser = super::values::parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::cli::values::parse_duration, value_name = "DURATION")]
     duration: Option<Duration>,
     /// Where to write the trace (created or truncated).
     #[arg(short, long, value_name = "PATH")]

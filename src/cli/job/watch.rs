@@ -10,15 +10,15 @@ use headroom_os::counters::Counters;
 use headroom_os::enforce::Safety;
 use headroom_rules::engine::{JobMode, JobSpec};
 
-use super::budget::JobArgs;
-use super::exit;
+use crate::cli::exit;
+use crate::cli::job::budget::JobArgs;
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::CounterSource;
 
-use super::output::print_json;
-use super::runs::{after_end, before_start, HistoryFlags};
-use super::signals::Signals;
-use super::sinks::job_sinks;
+use crate::cli::job::signals::Signals;
+use crate::cli::job::sinks::job_sinks;
+use crate::cli::output::print_json;
+use crate::cli::past::runs::{after_end, before_start, HistoryFlags};
 
 /// Flags of `headroom watch`.
 #[derive(Debug, Args)]
