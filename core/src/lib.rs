@@ -40,6 +40,7 @@ pub mod takeover;
 #[cfg(any(test, feature = "testdata"))]
 pub mod testdata;
 pub mod trace;
+pub mod words;
 
 #[cfg(test)]
 mod fuzz_tests;

@@ -5,7 +5,7 @@
 //! sentence for a toast. The page places errors by `field`; it never parses the text.
 
 use headroom_core::settings::FieldError;
-use headroom_rules::policy::LimitsFieldError;
+use headroom_core::settings::LimitsFieldError;
 use serde::Serialize;
 
 /// A command's error, as the page gets it.

@@ -1,5 +1,5 @@
 //! Notifications (tauri-plugin-notification) of each job event, in the words the CLI's lines
-//! use too (`core::engine::words`).
+//! use too (`headroom_core::words`).
 //!
 //! Notifications that can be answered, on Linux and macOS by one code path: the warning
 //! before a guard acts offers "Spare it" (Headroom lets go of the job) and "Pause now"; a
@@ -23,7 +23,7 @@ use crate::state::{lock, AppState};
 
 /// Title and body of a notification for a job event (the engine's words).
 pub fn texts(command: &str, event: &JobEvent) -> (String, String) {
-    headroom_rules::engine::words::notification(event, command)
+    headroom_core::words::notification(event, command)
 }
 
 /// The buttons of a job event's notification: (action key, label).

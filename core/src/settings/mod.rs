@@ -21,12 +21,13 @@
 //!
 //! Files: this one loads, saves and checks [`Settings`]; `model.rs` holds it (its values,
 //! ranges and defaults); `file.rs` the TOML
-//! format; `form.rs` the form's side; `values.rs` the values' text forms and ranges;
+//! format; `form.rs` the form's side; `limits_form.rs` the guard form's (a job's limits); `values.rs` the values' text forms and ranges;
 //! `errors.rs` what can be wrong.
 
 mod errors;
 mod file;
 mod form;
+mod limits_form;
 mod model;
 mod values;
 
@@ -35,6 +36,7 @@ use std::path::Path;
 
 pub use self::errors::{FieldError, SettingsError, SettingsField, SettingsProblem};
 pub use self::form::SettingsUpdate;
+pub use self::limits_form::{LimitsField, LimitsFieldError, LimitsForm};
 pub use self::model::{
     Settings, DEFAULT_METRICS_ADDRESS, MAX_SAMPLE_INTERVAL, MIN_SAMPLE_INTERVAL,
 };

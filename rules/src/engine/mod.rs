@@ -19,8 +19,9 @@
 //! Files: this one holds the types callers see (modes, statuses, actions, specs, views);
 //! `jobs.rs` the [`Engine`] (every job, and the requests on them); `job.rs` one job's life;
 //! `phase.rs` the pause and the stop under way and their verification; `execute.rs` the
-//! effects a job may have and the one [`carry_out`]; `records.rs` what persistence saves;
-//! `words.rs` the wording of events.
+//! effects a job may have and the one [`carry_out`]; `records.rs` what persistence saves.
+//! The wording of events is not here: `headroom_core::words`, which the CLI and the app
+//! both read.
 
 mod aim;
 mod execute;
@@ -29,7 +30,6 @@ mod job;
 mod jobs;
 mod phase;
 mod records;
-pub mod words;
 
 pub use execute::{carry_out, Effects};
 pub use jobs::{Engine, RequestError};

@@ -295,7 +295,6 @@ impl Observation {
 }
 
 mod events;
-mod form;
 mod ledger;
 pub mod order;
 mod reasons;
@@ -304,7 +303,6 @@ mod start;
 mod verdict;
 
 pub use events::{EventGate, JobEvent};
-pub use form::{LimitsField, LimitsFieldError, LimitsForm};
 pub use ledger::Ledger;
 pub use reasons::{EndReason, StopReason, Survivor};
 pub use start::{StartDecision, StartGate, WaitReason};

@@ -1,12 +1,13 @@
 //! Watching and guarding a process from the list (and letting go of it), and the Jobs and
 //! "Recent verdicts" lists. The guard form's text is checked in core
-//! (`headroom_rules::policy::LimitsForm`).
+//! (`headroom_core::settings::LimitsForm`).
 
+use headroom_core::settings::LimitsForm;
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::CounterSource;
 use headroom_os::members::{MemberSet, Members};
 use headroom_rules::engine::{JobMode, JobSpec, StartMemory};
-use headroom_rules::policy::{Limits, LimitsForm};
+use headroom_rules::policy::Limits;
 use tauri::State;
 
 use super::job_rows::{external_jobs, ui_job, UiJob, UiRecentJob, RECENT_JOBS};

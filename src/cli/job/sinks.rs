@@ -13,12 +13,13 @@ use headroom_core::sampler::Sample;
 use headroom_core::trace::{
     round_t, utc_string, EventRecord, Record, RecordedLimits, RunRecord, StartRecord, TraceWriter,
 };
+use headroom_core::words;
 use headroom_model::process::ProcessIdentity;
 use headroom_model::units::printable;
 use headroom_os::counters::{CounterSource, Counters};
 use headroom_os::paths::Dirs;
 use headroom_os::unix::fifo;
-use headroom_rules::engine::{words, JobView};
+use headroom_rules::engine::JobView;
 use headroom_rules::policy::JobEvent;
 use headroom_rules::policy::Limits;
 use headroom_rules::stages::{Reported, MAX_STAGES};

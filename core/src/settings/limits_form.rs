@@ -1,12 +1,12 @@
 //! The app's guard form: the text a user types for a job's limits (swap budget, free-memory
 //! floor, what to do at the budget), checked into [`Limits`] with an error that names the
-//! field. Pure, like the rest of the policy; the settings form has its twin in
-//! `crate::settings`.
+//! field. Beside the settings form (`form.rs`), its twin: words and forms are read by what
+//! shows them, not decided by the rules.
 
 use serde::Deserialize;
 
-use super::{Limits, OnBudget};
 use headroom_model::units::{parse_bytes, parse_percent};
+use headroom_rules::policy::{Limits, OnBudget};
 
 /// A field of the guard form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

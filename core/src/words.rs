@@ -1,8 +1,9 @@
-//! The words of each job event, in one place: the CLI's lines on stderr and the app's
-//! notifications say the same things.
+//! The words of each job event, in one place both read: the CLI's lines on stderr and the
+//! app's notifications say the same things. Words, not decisions: the engine
+//! (`headroom_rules`) decides and names events; what people read of them is here.
 
-use crate::policy::{JobEvent, OnBudget, StopReason};
 use headroom_model::units::{format_bytes, format_duration};
+use headroom_rules::policy::{JobEvent, OnBudget, StopReason};
 
 /// Longest command shown in a notification, characters.
 const NOTIFICATION_COMMAND_CHARS: usize = 60;
@@ -196,7 +197,7 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
 }
 
 /// `loaded unet (4.7 GB in 3.1 s) in stage denoise`, `released vae (160 MB)`, `mark: label`.
-fn reported(event: &crate::stages::Reported) -> String {
+fn reported(event: &headroom_rules::stages::Reported) -> String {
     let verb = match event.kind.as_str() {
         "load" => "loaded",
         "reload" => "loaded again",
@@ -280,4 +281,30 @@ fn why(reason: Option<&StopReason>) -> String {
 /// Why it was resumed, when free memory brought it back.
 fn back(free_percent: Option<f64>) -> String {
     free_percent.map_or_else(String::new, |f| format!(", free memory back at {f:.0}%"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_the_pid_and_why() {
+        let event = JobEvent::Refused {
+            action: "stop".into(),
+            members: vec![(71, "pid 71 belongs to uid 65534, not to us (uid 0)".into())],
+        };
+        let line = line(&event, "x");
+        assert!(line.starts_with("warning: cannot stop pid 71"), "{line}");
+    }
+
+    #[test]
+    fn a_warning_says_what_happens_at_the_budget() {
+        let event = JobEvent::Warning {
+            growth_bytes: 850 << 20,
+            budget_bytes: 1000 << 20,
+            then: OnBudget::Pause,
+        };
+        assert!(line(&event, "x").contains("will be paused at the budget"));
+        assert_eq!(notification(&event, "x").0, "Guard about to pause a job");
+    }
 }
