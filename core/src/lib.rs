@@ -27,13 +27,13 @@ pub mod chart;
 pub mod drive;
 pub mod history;
 pub mod jobfile;
-#[cfg(unix)]
-pub mod marks;
 pub mod monitor;
 pub mod peers;
 pub mod queue;
 pub mod sampler;
 pub mod settings;
+#[cfg(unix)]
+pub mod socket;
 pub mod store;
 pub mod summary;
 pub mod takeover;

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::marks::{send_control, socket_path, Sent};
+use crate::socket::{send_control, socket_path, Sent};
 use headroom_model::effects::Control;
 use headroom_os::paths::Dirs;
 use headroom_rules::policy::order::{Peer, PeerAt};
@@ -73,7 +73,7 @@ impl PeerBoard {
 /// Asks `peer`'s guard (a terminal guard or the app), whose socket is in `dirs`' run folder
 /// (checked ours from its first folder down, [`Dirs::open_private`]), to pause it (`yield`);
 /// `Ok` once it is paused (or was already). Waits for the answer at most
-/// [`crate::marks::ANSWER_WAIT`].
+/// [`crate::socket::ANSWER_WAIT`].
 pub fn ask(dirs: &Dirs, peer: &Peer) -> Result<(), String> {
     let PeerAt::Guard { guard_pid } = peer.at else {
         return Err("not another guard's job".into());

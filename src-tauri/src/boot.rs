@@ -53,7 +53,7 @@ impl AppState {
         // A hint (macOS): a memory-pressure event brings the next tick forward.
         let waker = sampler.waker();
         headroom_os::unix::pressure::on_memory_pressure(Box::new(move || waker.tick_now()));
-        let marks = headroom_core::marks::MarkServer::bind(&dirs)
+        let marks = headroom_core::socket::JobSocket::bind(&dirs)
             .map_err(|e| tracing::warn!(error = %e, "stage marks are off"))
             .ok();
         let boot_id = counters.boot_id().unwrap_or_else(|e| {

@@ -12,9 +12,9 @@
 use std::time::{Duration, SystemTime};
 
 use headroom_core::drive::{check_due, Input};
-use headroom_core::marks::{Answer, Control, Request};
 use headroom_core::monitor::{StatusView, TICK_WINDOW_SECONDS};
 use headroom_core::sampler::Sample;
+use headroom_core::socket::{Answer, Control, Request};
 use headroom_model::effects::{JobSignal, SignalReport};
 use headroom_model::process::ProcessIdentity;
 use headroom_os::enforce::signal_each;
@@ -59,7 +59,7 @@ impl Effects for AppEffects<'_> {
     }
 
     /// Asks a terminal guard to pause its younger job in this one's place (its socket; the
-    /// answer comes within `marks::ANSWER_WAIT`, while the engine stays locked as the
+    /// answer comes within `socket::ANSWER_WAIT`, while the engine stays locked as the
     /// guard's own loop waits for it).
     fn make_room(&mut self, job: u64, peer: &Peer) -> Result<(), String> {
         let asked = headroom_core::peers::ask(&self.state.dirs, peer);

@@ -18,11 +18,11 @@ mod commands;
 mod error;
 mod jobfiles;
 mod jobs;
-mod marks;
 mod metrics;
 mod notify;
 mod persist;
 mod screens;
+mod socket;
 mod state;
 mod ticker;
 #[cfg(not(test))]
@@ -87,7 +87,7 @@ pub fn run() {
             #[cfg(not(test))]
             tray::build(app.handle())?;
             ticker::start(app.handle().clone());
-            marks::serve(app.handle().clone());
+            socket::serve(app.handle().clone());
             metrics::start_if_set(app.handle());
             #[cfg(unix)]
             quit_on_signals(app.handle().clone());

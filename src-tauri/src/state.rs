@@ -39,7 +39,7 @@ pub struct AppState {
     /// This boot's id, saved with each guard so none outlives a reboot.
     pub boot_id: String,
     /// The stage-mark socket of jobs picked in the popover (`crate::marks`), if bound.
-    pub marks: Mutex<Option<headroom_core::marks::MarkServer>>,
+    pub marks: Mutex<Option<headroom_core::socket::JobSocket>>,
     /// The thread that publishes the app's jobs in job files (`crate::jobfiles`), if it
     /// started.
     pub job_files: Option<Publishing>,

@@ -1007,10 +1007,10 @@ fn a_finished_job_is_in_the_recent_verdicts_also_after_a_restart() {
 #[test]
 fn the_apps_jobs_are_published_and_a_terminal_guard_may_ask_one_to_make_room() {
     use headroom_core::jobfile::JobFile;
-    use headroom_core::marks::{send_control, socket_path, Control, Sent};
+    use headroom_core::socket::{send_control, socket_path, Control, Sent};
     let app = app();
     crate::ticker::start(app.window.app_handle().clone());
-    crate::marks::serve(app.window.app_handle().clone());
+    crate::socket::serve(app.window.app_handle().clone());
     let state = app.window.state::<AppState>();
     let mut child = std::process::Command::new("sleep")
         .arg("60")

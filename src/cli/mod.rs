@@ -20,7 +20,7 @@ use traces::{record, trace_cmd};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use headroom_core::marks::Control;
+use headroom_core::socket::Control;
 
 /// Does this job really fit in memory?
 ///

@@ -12,7 +12,7 @@ use crate::support;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use headroom_core::marks::send_mark;
+use headroom_core::socket::send_mark;
 use support::{headroom, headroom_bin, run_to_files, test_home, wait_until};
 
 /// `PATH` with the headroom under test first, for scripts that call `headroom mark`.

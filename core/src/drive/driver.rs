@@ -15,9 +15,9 @@ use super::pushes::SessionPushes;
 use super::spawned::launch_job;
 use super::step::{look_due, step};
 use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
-use crate::marks::{not_here, Answer, MarkServer, Request};
 use crate::peers::{PeerBoard, PeerSource};
 use crate::sampler::InlineSampler;
+use crate::socket::{not_here, Answer, JobSocket, Request};
 use headroom_model::effects::JobSignal;
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::{CounterSource, Counters};
@@ -100,7 +100,7 @@ pub fn run(
     let first = counters.read_system().map_err(DriveError::FirstRead)?;
     // The job's socket is optional: without it the job is guarded all the same. Its
     // sessions hear the guard's warning (`pushes.rs`).
-    let bound = MarkServer::bind(&Dirs::current());
+    let bound = JobSocket::bind(&Dirs::current());
     let mut sinks = sinks;
     if let Ok(server) = &bound {
         sinks.push(Box::new(SessionPushes::new(server.sessions())));
@@ -114,7 +114,7 @@ pub fn run(
         })
         .ok();
     let (members, spawned, tracking) =
-        launch_job(counters, launch, marks.as_ref().map(MarkServer::path))?;
+        launch_job(counters, launch, marks.as_ref().map(JobSocket::path))?;
     if spawned.is_some() {
         interrupts.job_runs();
     }
@@ -252,7 +252,7 @@ pub const REPLY_WAIT: Duration = Duration::from_secs(1);
 /// handed to the loop, which answers with the engine's decision. A request for another
 /// job (its pid is not this job's leader) is answered at once.
 fn serve_requests(
-    server: &mut MarkServer,
+    server: &mut JobSocket,
     root: u32,
     wake: mpsc::SyncSender<Wake>,
 ) -> io::Result<()> {

@@ -10,9 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use super::spawned::{Reaped, Spawned};
 use super::{Input, Interrupts, Reply, Source};
-use crate::marks::Request;
 use crate::peers::PeerBoard;
 use crate::sampler::InlineSampler;
+use crate::socket::Request;
 use headroom_model::counters::RunState;
 use headroom_model::effects::JobSignal;
 use headroom_model::process::ProcessIdentity;

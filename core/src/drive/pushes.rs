@@ -1,13 +1,13 @@
 //! The guard's warning, pushed to the job: an output of the driver (on a thread of its own,
 //! like every other) that sends each [`JobEvent::Warning`] to the version-2 sessions open on
-//! the job's socket ([`crate::marks::Sessions`]), with the stage the job is in. A job that
+//! the job's socket ([`crate::socket::Sessions`]), with the stage the job is in. A job that
 //! listens (the Python package's `on_warning`) can free memory before its budget is reached.
 
 use std::io;
 use std::time::Duration;
 
 use super::outputs::Sink;
-use crate::marks::{Push, Sessions};
+use crate::socket::{Push, Sessions};
 use headroom_rules::engine::JobView;
 use headroom_rules::policy::JobEvent;
 

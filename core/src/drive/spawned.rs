@@ -5,7 +5,7 @@
 use std::os::unix::process::CommandExt;
 
 use super::{DriveError, Launch};
-use crate::marks::MARK_ENV;
+use crate::socket::MARK_ENV;
 use headroom_model::counters::JOB_MARK_ENV;
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::CounterSource;

@@ -14,8 +14,8 @@
 use std::time::Duration;
 
 use super::{Input, Reply};
-use crate::marks::{not_here, Request};
 use crate::sampler::Sample;
+use crate::socket::{not_here, Request};
 use headroom_model::effects::Control;
 use headroom_rules::engine::{Action, Engine, Moment};
 

@@ -20,7 +20,7 @@
 //! - A job with no past run waits by `--wait-free` as before, in line: first in line to
 //!   start, and it reserves nothing.
 
-pub mod line;
+pub mod files;
 
 use serde::{Deserialize, Serialize};
 

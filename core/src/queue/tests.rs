@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is a failed test
 
-use super::line::{places, Line};
+use super::files::{places, HeldPlace};
 use super::*;
 use headroom_os::counters::Counters;
 use headroom_os::process::ProcessLookup;
@@ -244,7 +244,7 @@ fn a_line_takes_tickets_in_turn_admits_and_leaves_no_file() {
         guard: me,
         ..place(0, Some(1), None)
     };
-    let mut line = Line::join(dir.path(), &dir.path().join("jobs"), first, &counters).unwrap();
+    let mut line = HeldPlace::join(dir.path(), &dir.path().join("jobs"), first, &counters).unwrap();
     assert_eq!(line.place().ticket, 1);
     let listed = places(dir.path(), &dir.path().join("jobs"), &counters);
     assert_eq!(listed.len(), 1);
@@ -298,7 +298,7 @@ fn a_place_whose_guard_is_gone_is_removed_and_holds_nobody_up() {
         guard: me,
         ..place(0, Some(1), None)
     };
-    let mut line = Line::join(dir.path(), &dir.path().join("jobs"), mine, &counters).unwrap();
+    let mut line = HeldPlace::join(dir.path(), &dir.path().join("jobs"), mine, &counters).unwrap();
     assert!(!path.exists(), "the stale place was removed");
     assert_eq!(line.place().ticket, 1, "the stale ticket is not counted");
     line.admit(room(4 * GIB), &counters).unwrap().unwrap();
@@ -325,9 +325,9 @@ fn an_admitted_place_whose_guard_is_gone_stays_while_its_job_runs_on() {
             .join(format!("{}-{}.json", p.guard.pid, p.guard.start_time));
         std::fs::write(&path, serde_json::to_vec(p).unwrap()).unwrap();
     }
-    let listed = super::line::places_at(dir.path(), |_| false, |_| true);
+    let listed = super::files::places_at(dir.path(), |_| false, |_| true);
     assert_eq!(listed, vec![admitted.clone()], "the job runs on: kept");
-    let listed = super::line::places_at(dir.path(), |_| false, |_| false);
+    let listed = super::files::places_at(dir.path(), |_| false, |_| false);
     assert!(listed.is_empty(), "its job ended: removed");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -1,6 +1,6 @@
 //! `headroom resume PID`, `headroom pause PID`, `headroom stop PID`: act on a job that a
 //! guard (`headroom guard`, `headroom watch --guard`) or the app runs, from another terminal.
-//! Each Headroom process answers only for its own job (see `headroom_core::marks`); its
+//! Each Headroom process answers only for its own job (see `headroom_core::socket`); its
 //! engine decides whether the request makes sense now. A job whose guard is gone (killed
 //! with SIGKILL: its job file says so, see `headroom_core::jobfile`) is taken over for the
 //! request and verified as its guard would (`headroom_core::takeover`); this file says what
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use headroom_core::jobfile::JobFile;
-use headroom_core::marks::{is_not_here, send_control, sockets, Control, MarkError, Sent};
+use headroom_core::socket::{is_not_here, send_control, sockets, Control, MarkError, Sent};
 use headroom_core::takeover::take_over;
 use headroom_model::counters::RunState;
 use headroom_model::effects::JobSignal;
@@ -86,7 +86,7 @@ pub fn run(control: Control, args: &ControlArgs) -> anyhow::Result<ExitCode> {
         if let Some(file) = orphan {
             return unguarded(&counters, &dirs, &file, control);
         }
-        if let Some(place) = crate::cli::job::line::waiting_guard(&counters, args.pid) {
+        if let Some(place) = crate::cli::job::wait_fit::waiting_guard(&counters, args.pid) {
             return waiting(&counters, &place, control);
         }
     }

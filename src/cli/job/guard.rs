@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use headroom_core::drive::{self, Admit, DriveError, Launch, Outcome, Waited};
-use headroom_core::queue::line::LineSink;
+use headroom_core::queue::files::PlaceSink;
 use headroom_os::counters::Counters;
 use headroom_os::enforce::Safety;
 use headroom_os::unix::jobctl::Terminal;
@@ -21,10 +21,10 @@ use serde::Serialize;
 
 use crate::cli::exit;
 use crate::cli::job::budget::JobArgs;
-use crate::cli::job::line;
 use crate::cli::job::report::Report;
 use crate::cli::job::signals::Signals;
 use crate::cli::job::sinks::job_sinks;
+use crate::cli::job::wait_fit;
 use crate::cli::output::{print_json, say};
 use crate::cli::past::runs::{after_end, before_start, Before, HistoryFlags, KEY_ENV};
 
@@ -138,12 +138,12 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
     let mut before = before_start(&counters, &args.command, &args.history);
     let mut line = args
         .wait_fit
-        .then(|| line::join(&counters, &before, &command_line, &mut limits))
+        .then(|| wait_fit::join(&counters, &before, &command_line, &mut limits))
         .flatten();
     let waited = {
         let mut admit = line
             .as_mut()
-            .map(|line| line::admitter(line, &counters, &limits));
+            .map(|line| wait_fit::admitter(line, &counters, &limits));
         let admit = admit.as_mut().map(|a| a as Admit<'_>);
         let wait = Wait {
             busy: &args.busy,
@@ -169,7 +169,7 @@ pub fn run(args: &GuardArgs) -> anyhow::Result<ExitCode> {
         before.compared(),
     );
     if let Some(line) = line {
-        sinks.push(Box::new(LineSink::new(line)));
+        sinks.push(Box::new(PlaceSink::new(line)));
     }
     let spec = guard_spec(args, &before, &command_line, limits);
     let launch = Launch::Command {

@@ -1,10 +1,10 @@
 //! `headroom mark NAME`: from inside a guarded or watched job, mark the start of a stage.
-//! The verdict then says which stage grew swap (see `headroom_core::marks`).
+//! The verdict then says which stage grew swap (see `headroom_core::socket`).
 
 use std::process::ExitCode;
 
 use clap::Args;
-use headroom_core::marks::{check_stage, send_mark, sockets, MarkError, MARK_ENV};
+use headroom_core::socket::{check_stage, send_mark, sockets, MarkError, MARK_ENV};
 use headroom_os::paths::Dirs;
 
 /// Arguments of `headroom mark`.
@@ -16,7 +16,7 @@ inside a job, an invalid name, or the guard is gone.
 
 A program can mark without starting a process: one JSON line {\"stage\":\"NAME\"} to the Unix \
 socket at $HEADROOM_MARK, answered by `ok` (protocol version 2 keeps one connection open and \
-hears the guard's warning: see `headroom_core::marks`; the Python package headroom-memory \
+hears the guard's warning: see `headroom_core::socket`; the Python package headroom-memory \
 speaks it). `--run-dir` prints the folder where guards, watches and the app listen, for \
 clients that look for the watch of their job themselves.")]
 pub struct MarkArgs {

@@ -5,10 +5,10 @@
 pub mod budget;
 pub mod control;
 pub mod guard;
-pub mod line;
 pub mod mark;
 pub mod queue;
 pub mod report;
 pub mod signals;
 pub mod sinks;
+pub mod wait_fit;
 pub mod watch;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
-use headroom_core::queue::line::places;
+use headroom_core::queue::files::places;
 use headroom_core::queue::Place;
 use headroom_model::units::{format_bytes, format_duration, printable, unix_ms};
 use headroom_os::counters::Counters;

@@ -6,7 +6,7 @@
 //! job runs on without it (its job file says so, [`crate::jobfile`]): that job's
 //! reservation stays until its last process ends. A guard leaves the line when its job
 //! ends, or when it stops waiting (Ctrl-C, `headroom stop`, `--start-timeout`): dropping its
-//! [`Line`] removes its file.
+//! [`HeldPlace`] removes its file.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -95,7 +95,7 @@ fn lock(dir: &Path) -> io::Result<Locked> {
 
 /// A guard's place in line, from joining to leaving (its file is removed when dropped).
 #[derive(Debug)]
-pub struct Line {
+pub struct HeldPlace {
     dir: PathBuf,
     /// Where the job files are (an admitted place whose guard is gone counts while its job
     /// runs).
@@ -103,7 +103,7 @@ pub struct Line {
     me: Place,
 }
 
-impl Line {
+impl HeldPlace {
     /// Joins the queue in `dir` with `place` (its ticket is taken here: after every place
     /// there); the job files are in `jobs_dir`.
     pub fn join(
@@ -118,7 +118,7 @@ impl Line {
             .map(|p| p.ticket)
             .max();
         place.ticket = last.map_or(1, |t| t + 1);
-        let line = Line {
+        let line = HeldPlace {
             dir: dir.to_path_buf(),
             jobs_dir: jobs_dir.to_path_buf(),
             me: place,
@@ -183,7 +183,7 @@ impl Line {
     }
 }
 
-impl Drop for Line {
+impl Drop for HeldPlace {
     fn drop(&mut self) {
         if let Err(e) = fs::remove_file(self.path()) {
             if e.kind() != io::ErrorKind::NotFound {
@@ -196,18 +196,18 @@ impl Drop for Line {
 /// An admitted guard's place while its job runs: a sink of the driver that keeps the
 /// reservation up to date, and leaves the line when the job is over.
 #[derive(Debug)]
-pub struct LineSink {
-    line: Option<Line>,
+pub struct PlaceSink {
+    line: Option<HeldPlace>,
 }
 
-impl LineSink {
+impl PlaceSink {
     /// The sink for an admitted guard's `line`.
-    pub fn new(line: Line) -> Self {
-        LineSink { line: Some(line) }
+    pub fn new(line: HeldPlace) -> Self {
+        PlaceSink { line: Some(line) }
     }
 }
 
-impl Sink for LineSink {
+impl Sink for PlaceSink {
     fn name(&self) -> String {
         "the queue".to_string()
     }

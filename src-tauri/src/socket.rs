@@ -1,12 +1,12 @@
-//! Stage marks from jobs picked in the popover: the app listens on its own mark socket
-//! (`headroom_core::marks`), and a mark from a process of one of its running jobs starts a
+//! The app's job socket: marks from jobs picked in the popover (the app listens on its own
+//! socket, `headroom_core::socket`), and a mark from a process of one of its running jobs starts a
 //! stage of that job; `headroom pause|resume|stop PID` and a terminal guard's `yield` come
 //! the same way. Each request is one input to the app's one step (`crate::jobs::step`),
 //! which routes it as a terminal guard does. The kernel says who is marking; a process of
 //! no job is refused (the jobs' members are looked at afresh for a sender the last sample
 //! has not seen).
 
-use headroom_core::marks::Request;
+use headroom_core::socket::Request;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{lock, AppState};

@@ -1,4 +1,5 @@
-//! Stage marks from inside a job: how a job tells Headroom "the decode starts now".
+//! A job's socket: how a job tells Headroom "the decode starts now" (a stage mark), reports
+//! a load, and how `headroom pause|resume|stop` reaches the process that runs the job.
 //!
 //! Each Headroom process that runs jobs (`headroom guard`, `headroom watch`, the app)
 //! listens on a Unix socket of its own, `<run dir>/<pid>.sock` (mode 0600, in a private
@@ -112,25 +113,25 @@ pub fn socket_path(marks_dir: &Path, pid: u32) -> PathBuf {
 
 /// A listening mark socket; removed when dropped.
 #[derive(Debug)]
-pub struct MarkServer {
+pub struct JobSocket {
     path: PathBuf,
     listener: Option<UnixListener>,
     sessions: Sessions,
     _dir: PrivateDir,
 }
 
-impl MarkServer {
+impl JobSocket {
     /// Listens on `socket_path(run dir, our pid)` in `dirs`' run folder, made private or
     /// checked to be from its first folder down ([`Dirs::make_private`]: a folder of another
     /// user on the way is an error naming it), replacing a stale socket of a dead process
     /// with our pid.
-    pub fn bind(dirs: &Dirs) -> io::Result<MarkServer> {
+    pub fn bind(dirs: &Dirs) -> io::Result<JobSocket> {
         let dir = dirs.make_private(&dirs.run_dir)?;
         let path = socket_path(dir.path(), std::process::id());
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        Ok(MarkServer {
+        Ok(JobSocket {
             path,
             listener: Some(listener),
             sessions: Sessions::default(),
@@ -260,7 +261,7 @@ where
     Ok(())
 }
 
-impl Drop for MarkServer {
+impl Drop for JobSocket {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
@@ -518,7 +519,7 @@ mod tests {
     fn a_mark_reaches_the_server_with_the_senders_pid() {
         let dir = tempfile::tempdir().unwrap();
         let dirs = Dirs::under(dir.path());
-        let mut server = MarkServer::bind(&dirs).unwrap();
+        let mut server = JobSocket::bind(&dirs).unwrap();
         let path = server.path().to_path_buf();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
@@ -572,8 +573,8 @@ mod tests {
     fn session_server(
         dir: &Path,
         members: bool,
-    ) -> (MarkServer, PathBuf, mpsc::Receiver<(u32, String)>) {
-        let mut server = MarkServer::bind(&Dirs::under(dir)).unwrap();
+    ) -> (JobSocket, PathBuf, mpsc::Receiver<(u32, String)>) {
+        let mut server = JobSocket::bind(&Dirs::under(dir)).unwrap();
         let path = server.path().to_path_buf();
         let (tx, rx) = mpsc::channel();
         server

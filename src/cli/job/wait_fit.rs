@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use headroom_core::queue::line::{places, Line};
+use headroom_core::queue::files::{places, HeldPlace};
 use headroom_core::queue::Place;
 use headroom_model::counters::SystemCounters;
 use headroom_model::process::ProcessIdentity;
@@ -27,7 +27,7 @@ pub fn join(
     before: &Before,
     command_line: &str,
     limits: &mut Limits,
-) -> Option<Line> {
+) -> Option<HeldPlace> {
     let need_bytes = before.prediction().map(|p| p.need_bytes);
     *limits = headroom_rules::fit::line_gate(limits, need_bytes);
     if need_bytes.is_none() {
@@ -62,7 +62,7 @@ pub fn join(
         used_bytes: 0,
     };
     let dirs = Dirs::current();
-    match Line::join(&dirs.queue_dir(), &dirs.jobs_dir(), place, counters) {
+    match HeldPlace::join(&dirs.queue_dir(), &dirs.jobs_dir(), place, counters) {
         Ok(line) => Some(line),
         Err(e) => {
             say(&format!(
@@ -78,7 +78,7 @@ pub fn join(
 /// (free less the free floor, of the cgroup's limit where one binds), asked under the
 /// queue's lock. A queue that cannot be read is said once and does not hold the job up.
 pub fn admitter<'a>(
-    line: &'a mut Line,
+    line: &'a mut HeldPlace,
     counters: &'a Counters,
     limits: &Limits,
 ) -> impl FnMut(&SystemCounters) -> Result<(), WaitReason> + 'a {
