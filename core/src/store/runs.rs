@@ -146,7 +146,12 @@ impl Store {
     /// driver's through [`Store::record_finished`]); returns its id.
     pub fn record_run(&mut self, job: &FinishedJob, run: &RunContext) -> Result<i64, StoreError> {
         let verdict_json = serde_json::to_string(&job.verdict)?;
+        // A run stopped or killed before anything of it was measured is listed with no
+        // need: it never showed what it needs, and a prediction ("will it fit?") rests only
+        // on runs with a need (`runs_of`). One that ended on its own before its first check
+        // took too little to be seen: its need stands.
         let (need, lower_bound) = need_of(&job.verdict, run.taken);
+        let need = (job.verdict.measured() || !lower_bound).then_some(need);
         self.conn.execute(
             "INSERT INTO jobs (pid, start_time, command, mode, started_at_ms, ended_at_ms, fits, \
              swap_growth_bytes, peak_footprint_bytes, verdict_json, key, need_bytes, \

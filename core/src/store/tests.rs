@@ -480,3 +480,31 @@ fn many_processes_opening_a_new_database_at_once_migrate_it_once_and_damage_noth
         assert!(corrupt_files(&tmp.path().join("data")).is_empty());
     }
 }
+
+#[test]
+fn a_run_never_measured_predicts_nothing() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let context = RunContext {
+        key: "train.py".into(),
+        ..RunContext::default()
+    };
+    // Killed before its first check: no footprint, no level, no swap growth.
+    let mut unmeasured = job(20, BASE_MS, true);
+    unmeasured.verdict.ended = EndReason::Signaled { signal: 9 };
+    unmeasured.verdict.peak_footprint_bytes = None;
+    unmeasured.verdict.lowest_free_percent = None;
+    unmeasured.verdict.swap_growth_bytes = 0;
+    assert!(!unmeasured.verdict.measured());
+    store.record_run(&unmeasured, &context).unwrap();
+    let (prediction, rows) = store.predict_key("train.py", BASE_MS + 1).unwrap();
+    assert!(prediction.is_none() && rows.is_empty(), "{prediction:?}");
+    // Still listed among the recent jobs: it ran.
+    assert_eq!(store.recent_jobs(5).unwrap().len(), 1);
+    // A measured run of the same key is what the prediction then rests on.
+    store
+        .record_run(&job(21, BASE_MS + 2, true), &context)
+        .unwrap();
+    let (prediction, rows) = store.predict_key("train.py", BASE_MS + 3).unwrap();
+    assert_eq!((prediction.map(|p| p.runs), rows.len()), (Some(1), 1));
+}

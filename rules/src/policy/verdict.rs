@@ -181,6 +181,17 @@ fn default_fits_tolerance_bytes() -> u64 {
 }
 
 impl Verdict {
+    /// True when anything of the run was measured: its footprint, the free memory or the
+    /// memory in use it saw, or swap growth. A job that ended before its first check (or
+    /// whose only record holds none of these) was never measured: what it needs is not
+    /// known, and no prediction rests on it.
+    pub fn measured(&self) -> bool {
+        self.peak_footprint_bytes.is_some()
+            || self.lowest_free_percent.is_some()
+            || self.in_use_taken_bytes.is_some()
+            || self.swap_growth_bytes > 0
+    }
+
     /// True when the run was judged: it ran to its end, or its guard stopped it at a limit.
     /// A job stopped on request (or with the guard) is not judged unless swap had already
     /// grown past the tolerance.
