@@ -47,7 +47,7 @@ proptest! {
         if let Ok(trace) = parse_trace(text.as_bytes(), Path::new("fuzz.jsonl")) {
             // What a trace holds, the summaries and charts take without panicking.
             let _ = crate::summary::summarize(&trace);
-            let stages = crate::summary::stage_windows(&trace);
+            let stages = crate::summary::named_stage_windows(&trace);
             let mut svg = String::new();
             let opts = crate::chart::TraceChartOptions::default();
             let _ = crate::chart::trace_chart(&trace, &stages, &opts, crate::chart::ChartOutput::Svg(&mut svg));

@@ -12,7 +12,7 @@
 //! ([`drive`], one [`drive::step`] for every driver), JSONL traces ([`trace`],
 //! [`summary`]), charts ([`chart`]), settings ([`settings`]), SQLite persistence
 //! ([`store`]), the job files of terminal guards ([`jobfile`]), other guards' jobs
-//! ([`peers`]), the stage-mark and control socket ([`marks`]) and a job whose guard is
+//! ([`peers`]), the stage-mark and control socket ([`socket`]) and a job whose guard is
 //! gone ([`takeover`]). It calls the OS only through `headroom-os` (no `libc`, no
 //! `unsafe`). `ARCHITECTURE.md` is the map. It has no Tauri and no clap in it.
 

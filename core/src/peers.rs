@@ -5,7 +5,7 @@
 //! listed ([`PeerSource`]; `crate::jobfile::PeerFiles` reads their job files and says which
 //! jobs take part, `PeerFiles::for_job`), a [`PeerBoard`] that reads them at most every [`PEERS_EVERY`] (a guard's driver,
 //! the app's ticker), and the ask to one of them to pause in this job's place, over that
-//! guard's socket ([`ask`]: [`crate::marks`], `yield`).
+//! guard's socket ([`ask`]: [`crate::socket`], `yield`).
 
 use std::time::{Duration, Instant};
 

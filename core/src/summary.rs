@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::trace::{SampleRecord, Trace};
+use crate::trace::{SampleRecord, Trace, STAGE_END};
 use headroom_rules::stages::{Reading, StageFigures, StageTracker};
 
 /// Name of the implicit stage before the first `stage` event.
@@ -93,15 +93,20 @@ fn sorted_samples(trace: &Trace) -> Vec<&SampleRecord> {
     samples
 }
 
-/// Stage windows `(name, start t)`, in order, with the release rule applied.
-pub fn stage_windows(trace: &Trace) -> Vec<(String, f64)> {
+/// Stage windows `(name, start t)`, in order, with the release rule applied; a window after
+/// a stage's end ([`STAGE_END`]) and before the next mark has no name: no stage's.
+pub fn stage_windows(trace: &Trace) -> Vec<(Option<String>, f64)> {
     let stages: Vec<_> = trace
         .events
         .iter()
-        .filter(|e| e.what.kind == "stage")
+        .filter(|e| e.what.kind == "stage" || e.what.kind == STAGE_END)
         .collect();
-    let mut windows = vec![(FIRST_STAGE.to_string(), f64::NEG_INFINITY)];
+    let mut windows = vec![(Some(FIRST_STAGE.to_string()), f64::NEG_INFINITY)];
     for (i, ev) in stages.iter().enumerate() {
+        if ev.what.kind == STAGE_END {
+            windows.push((None, ev.t));
+            continue;
+        }
         let Some(name) = ev.what.stage.clone() else {
             continue;
         };
@@ -122,9 +127,18 @@ pub fn stage_windows(trace: &Trace) -> Vec<(String, f64)> {
             .into_iter()
             .filter(|&t| t <= first_load)
             .fold(ev.t, f64::max);
-        windows.push((name, start));
+        windows.push((Some(name), start));
     }
     windows
+}
+
+/// The stage windows that have a name ([`stage_windows`]), as a chart draws them: a stage's
+/// end draws no line of its own, the next mark does.
+pub fn named_stage_windows(trace: &Trace) -> Vec<(String, f64)> {
+    stage_windows(trace)
+        .into_iter()
+        .filter_map(|(name, t)| Some((name?, t)))
+        .collect()
 }
 
 /// Summarises a trace; `None` when it has no samples.
@@ -143,6 +157,9 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
     if has_stage_events {
         let windows = stage_windows(trace);
         for (i, (name, start)) in windows.iter().enumerate() {
+            let Some(name) = name else {
+                continue;
+            };
             let end = windows.get(i + 1).map_or(f64::INFINITY, |w| w.1);
             let peak = samples
                 .iter()
@@ -199,11 +216,15 @@ pub fn summarize(trace: &Trace) -> Option<Summary> {
 /// Per-stage figures from the stage events (their own `t`) and the samples in time order;
 /// samples before the first stage event form [`FIRST_STAGE`].
 fn stage_figures(trace: &Trace, samples: &[&SampleRecord]) -> Vec<StageFigures> {
-    let mut marks: Vec<(&str, f64)> = trace
+    // (the stage that begins, or `None` for an end; when)
+    let mut marks: Vec<(Option<&str>, f64)> = trace
         .events
         .iter()
-        .filter(|e| e.what.kind == "stage")
-        .filter_map(|e| Some((e.what.stage.as_deref()?, e.t)))
+        .filter_map(|e| match e.what.kind.as_str() {
+            "stage" => Some((Some(e.what.stage.as_deref()?), e.t)),
+            STAGE_END => Some((None, e.t)),
+            _ => None,
+        })
         .collect();
     marks.sort_by(|a, b| a.1.total_cmp(&b.1));
     let mut tracker = StageTracker::new(samples.first().map(|s| s.swap_used));
@@ -215,7 +236,7 @@ fn stage_figures(trace: &Trace, samples: &[&SampleRecord]) -> Vec<StageFigures> 
     let mut next = marks.iter().peekable();
     for s in samples {
         while let Some((name, t)) = next.next_if(|m| m.1 <= s.t) {
-            tracker.mark(name, *t);
+            stage_turn(&mut tracker, *name, *t);
         }
         tracker.observe(&Reading {
             t_seconds: s.t,
@@ -225,7 +246,19 @@ fn stage_figures(trace: &Trace, samples: &[&SampleRecord]) -> Vec<StageFigures> 
         });
     }
     for (name, t) in next {
-        tracker.mark(name, *t);
+        stage_turn(&mut tracker, *name, *t);
     }
     tracker.stages().to_vec()
+}
+
+/// A stage begins (`Some`) or the one under way ends (`None`) at `t`.
+fn stage_turn(tracker: &mut StageTracker, stage: Option<&str>, t: f64) {
+    match stage {
+        Some(name) => {
+            tracker.mark(name, t);
+        }
+        None => {
+            tracker.end(t);
+        }
+    }
 }

@@ -26,6 +26,7 @@ pub fn line(event: &JobEvent, command: &str) -> String {
             done(*then)
         ),
         JobEvent::Stage { stage } => format!("stage {stage} begins"),
+        JobEvent::StageEnded { stage } => format!("stage {stage} ends"),
         JobEvent::Reported { report } => reported(report),
         JobEvent::Paused {
             reason,
@@ -140,6 +141,7 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
             ),
         ),
         JobEvent::Stage { stage } => ("Stage".into(), format!("{short}: stage {stage} begins")),
+        JobEvent::StageEnded { stage } => ("Stage".into(), format!("{short}: stage {stage} ends")),
         JobEvent::Reported { report } => ("Stage".into(), format!("{short}: {}", reported(report))),
         JobEvent::Paused {
             reason,

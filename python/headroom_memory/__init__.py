@@ -24,7 +24,7 @@ from ._binary import DISTRIBUTION, binary_path
 from ._errors import HeadroomError, HeadroomWarning
 from ._fit import Fit, fits
 from ._guard import Guard, guard, load_ipython_extension
-from ._stages import current_stage, mark, report, stage
+from ._stages import current_stage, end_stage, mark, report, stage
 from ._version import version as _installed_version
 from ._warning import GuardWarning, on_warning
 
@@ -41,6 +41,7 @@ __all__ = [
     "HeadroomWarning",
     "binary_path",
     "current_stage",
+    "end_stage",
     "fits",
     "guard",
     "load_ipython_extension",

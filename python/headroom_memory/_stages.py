@@ -1,10 +1,12 @@
 """Stages from Python: :func:`mark` and :class:`stage`, over the process's one connection to
 its guard (:mod:`headroom_memory._client`).
 
-A stage runs from its mark to the next one (the guard keeps one current stage per job).
-Nested stages mean what they say: entering an inner stage marks it, leaving it marks the
-outer stage again, so the time after the inner one is charged to the outer one. The stack of
-open stages is the process's (threads share it, as they share the job's current stage).
+A stage runs from its mark to the next one (the guard keeps one current stage per job), or
+to its end: leaving the outermost ``with stage()`` ends it (:func:`end_stage`), so what
+follows is charged to no stage. Nested stages mean what they say: entering an inner stage
+marks it, leaving it marks the outer stage again, so the time after the inner one is charged
+to the outer one. The stack of open stages is the process's (threads share it, as they
+share the job's current stage).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ def mark(name: str) -> bool:
     return CLIENT.send({"stage": checked})
 
 
+def end_stage() -> bool:
+    """Ends the stage under way now: what follows belongs to no stage until the next mark.
+    True once it is on its way to the guard, as :func:`mark`; never raises."""
+    return CLIENT.send({"stage": None})
+
+
 def report(kind: str, name: str | None = None, **fields: Any) -> bool:
     """Reports a ``load``, ``reload``, ``release`` or ``mark`` (stageload's events) for the
     job's trace: ``name`` (the model), ``stage``, ``nbytes``, ``seconds``, ``note``. True
@@ -56,7 +64,8 @@ def report(kind: str, name: str | None = None, **fields: Any) -> bool:
 
 class stage(contextlib.ContextDecorator):
     """``with stage("decode"):`` marks ``decode`` on entering and, on leaving, marks the
-    stage it is nested in again (if any). Also a decorator: ``@stage("decode")``."""
+    stage it is nested in again, or ends it when it is the outermost (:func:`end_stage`).
+    Also a decorator: ``@stage("decode")``."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -76,8 +85,11 @@ class stage(contextlib.ContextDecorator):
             was_top = bool(_stack) and _stack[-1][0] is token
             _stack[:] = [entry for entry in _stack if entry[0] is not token]
             outer = _stack[-1][1] if (was_top and _stack) else None
+            outermost = was_top and not _stack
         if outer is not None:
             mark(outer)
+        elif outermost:
+            end_stage()
 
 
 def current_stage() -> str | None:

@@ -57,6 +57,17 @@ def test_marks_every_way_without_starting_a_process(binary: Path, tmp_path: Path
     assert "HeadroomWarning" not in run.stderr
 
 
+def test_leaving_the_outermost_stage_ends_it(binary: Path, tmp_path: Path) -> None:
+    run = guard(binary, tmp_path, job("stage_end"), "--poll", "0.1s")
+    assert run.code == 0, run.stderr
+    work = next(s for s in run.summary["verdict"]["stages"] if s["stage"] == "work")
+    # Its 0.3 s, not the 1.5 s after the `with` block too.
+    assert 0.25 <= work["seconds"] < 1.2, work
+    ends = run.events("stage_end")
+    assert [e["stage"] for e in ends] == ["work"], ends
+    assert "HeadroomWarning" not in run.stderr
+
+
 def test_a_training_loop_marks_thousands_of_times_and_every_mark_is_taken(
     binary: Path, tmp_path: Path
 ) -> None:

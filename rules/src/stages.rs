@@ -254,6 +254,14 @@ impl StageTracker {
         true
     }
 
+    /// The stage under way ends at `t_seconds`; what follows is charged to no stage until
+    /// the next mark. The stage that ended, if one was under way.
+    pub fn end(&mut self, t_seconds: f64) -> Option<&str> {
+        let (index, visit) = self.current.take()?;
+        self.stages[index].seconds = visit.seconds_at(t_seconds);
+        Some(&self.stages[index].stage)
+    }
+
     /// One reading, at or after the last mark.
     pub fn observe(&mut self, r: &Reading) {
         let job_start = *self.job_swap_start.get_or_insert(r.swap_used_bytes);
@@ -372,6 +380,31 @@ mod tests {
             .map(|x| x.stage.as_str())
             .collect();
         assert_eq!(grew, vec!["decode"]);
+    }
+
+    #[test]
+    fn after_its_end_a_stage_is_charged_nothing() {
+        let mut s = StageTracker::new(Some(100 * MIB));
+        s.mark("train", 0.0);
+        for (t, swap) in [(0.0, 100), (1.0, 150)] {
+            s.observe(&reading(t, swap));
+        }
+        assert_eq!(s.end(2.0), Some("train"));
+        assert_eq!(s.end(2.5), None, "nothing under way");
+        assert!(s.current().is_none());
+        // Swap grows and time passes after the end: not the stage's.
+        for (t, swap) in [(3.0, 900), (9.0, 950)] {
+            s.observe(&reading(t, swap));
+        }
+        let train = &s.stages()[0];
+        assert_eq!((train.swap_growth_bytes / MIB, train.seconds), (50, 2.0));
+        // A second visit picks up where the first left off.
+        s.mark("train", 10.0);
+        s.observe(&reading(11.0, 960));
+        s.end(12.0);
+        let train = &s.stages()[0];
+        assert_eq!((train.visits, train.seconds), (2, 4.0));
+        assert_eq!(train.swap_growth_bytes / MIB, 60);
     }
 
     #[test]

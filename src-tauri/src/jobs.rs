@@ -160,7 +160,10 @@ fn after<R: Runtime>(
             crate::persist::job_finished(state, job_id);
         }
         // A stage beginning is shown in the job's row, not notified; nor is a load.
-        if matches!(event, JobEvent::Stage { .. } | JobEvent::Reported { .. }) {
+        if matches!(
+            event,
+            JobEvent::Stage { .. } | JobEvent::StageEnded { .. } | JobEvent::Reported { .. }
+        ) {
             continue;
         }
         crate::notify::job_event(app, &command, &event, on_button(app, job_id));

@@ -80,6 +80,62 @@ fn marks_from_the_job_become_stages() {
 }
 
 #[test]
+fn a_stage_ended_is_charged_nothing_after_its_end() {
+    // `load` for 0.3 s, ended, then 1.5 s in no stage; then `tail`, briefly.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let (c, out, err) = run(&[
+        "guard",
+        "--wait-free",
+        "0",
+        "--poll",
+        "0.1s",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "headroom mark load && sleep 0.3 && headroom mark --end && sleep 1.5 \
+         && headroom mark tail && sleep 0.2",
+    ]);
+    assert_eq!(c, Some(0), "{err}");
+    assert!(err.contains("stage load ends"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let seconds = |stages: &serde_json::Value, name: &str| {
+        stages
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == name)
+            .and_then(|s| s["seconds"].as_f64())
+            .unwrap_or_else(|| panic!("{name} in {stages}"))
+    };
+    let load = seconds(&v["verdict"]["stages"], "load");
+    // Before, the 1.5 s after the end was charged to `load` too.
+    assert!((0.25..1.2).contains(&load), "load: {load} s\n{v}");
+    // The trace says so (its own kind), and its summary charges the same.
+    let ends: Vec<_> = trace_records(&trace, "event")
+        .into_iter()
+        .filter(|e| e["kind"] == "stage_end")
+        .collect();
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert_eq!(ends[0]["stage"], "load");
+    let (c, out, err) = run(&["trace", "summary", "--json", trace.to_str().unwrap()]);
+    assert_eq!(c, Some(0), "{err}");
+    let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let load = seconds(&summary["stage_swap"], "load");
+    assert!(
+        (0.2..1.2).contains(&load),
+        "summary's load: {load} s\n{summary}"
+    );
+    // No mark to end, or both at once: exit 2, and the flag is named.
+    let (c, _, err) = run(&["mark", "--end", "x"]);
+    assert_eq!(c, Some(2), "{err}");
+    assert!(err.contains("--end"), "{err}");
+}
+
+#[test]
 fn mark_outside_a_job_and_bad_names_exit_2() {
     let cases: [(&[&str], &str); 3] = [
         (&["mark", "decode"], "not inside a job"),

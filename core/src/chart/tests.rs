@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::history::{Agg, Point};
-use crate::summary::stage_windows;
+use crate::summary::named_stage_windows;
 use crate::testdata::day_of_history;
 use crate::trace::read_trace;
 
@@ -29,7 +29,7 @@ fn qwen_opts() -> TraceChartOptions {
 
 fn trace_svg(trace: &Trace) -> String {
     let mut svg = String::from("left over");
-    let stages = stage_windows(trace);
+    let stages = named_stage_windows(trace);
     trace_chart(trace, &stages, &qwen_opts(), ChartOutput::Svg(&mut svg)).unwrap();
     svg
 }
@@ -73,7 +73,7 @@ fn trace_png_has_signature_and_size() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("qwen.PNG");
     let trace = qwen_eager();
-    save_trace_chart(&trace, &stage_windows(&trace), &qwen_opts(), &path).unwrap();
+    save_trace_chart(&trace, &named_stage_windows(&trace), &qwen_opts(), &path).unwrap();
     let png = std::fs::read(&path).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert_eq!(&png[12..16], b"IHDR");
@@ -299,7 +299,7 @@ fn day_of_history_fits_in_60_kb() {
 fn write_sample_charts() {
     let trace = qwen_eager();
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/trace-qwen-eager.png");
-    save_trace_chart(&trace, &stage_windows(&trace), &qwen_opts(), &docs).unwrap();
+    save_trace_chart(&trace, &named_stage_windows(&trace), &qwen_opts(), &docs).unwrap();
     let (h, now) = day_of_history();
     let points = h.query(Duration::from_secs(24 * 3600), now, 300);
     let recent = h.query(Duration::from_secs(600), now, 300);

@@ -113,7 +113,10 @@ impl Source for LiveSource<'_> {
                     // be a process born since, which only a full look finds.
                     let from_member = matches!(
                         input,
-                        Input::Mark { .. } | Input::Hello { .. } | Input::Report { .. }
+                        Input::Mark { .. }
+                            | Input::EndStage { .. }
+                            | Input::Hello { .. }
+                            | Input::Report { .. }
                     );
                     if from_member && !self.members.knows(peer) {
                         self.pending = Some(input);

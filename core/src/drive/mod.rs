@@ -119,6 +119,13 @@ pub enum Input {
         /// Where the answer goes.
         reply: Reply,
     },
+    /// Process `peer` ended the stage its job is in.
+    EndStage {
+        /// Who sent it.
+        peer: u32,
+        /// Where the answer goes.
+        reply: Reply,
+    },
     /// Process `peer` begins a session on the job's socket: is it a member of the job?
     Hello {
         /// Who sent it.

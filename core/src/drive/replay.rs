@@ -105,7 +105,8 @@ pub fn replay(trace: &Trace, spec: JobSpec) -> Option<Replay> {
     let windows = stage_windows(trace);
     let stage = stopped_at_seconds
         .filter(|_| windows.len() > 1)
-        .and_then(|t| windows.iter().rev().find(|w| w.1 <= t).map(|w| w.0.clone()));
+        .and_then(|t| windows.iter().rev().find(|w| w.1 <= t))
+        .and_then(|w| w.0.clone());
     Some(Replay {
         stopped_at_seconds,
         reason,

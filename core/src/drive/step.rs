@@ -68,6 +68,9 @@ pub fn step(engine: &mut Engine, own: Option<u64>, input: Input, now: Moment) ->
             );
             (actions.is_empty().then_some(full), actions)
         }),
+        Input::EndStage { peer, reply } => from_member(engine, peer, &reply, |e, job| {
+            (None, e.end_stage(job, now.clock))
+        }),
         Input::Hello { peer, reply } => from_member(engine, peer, &reply, |_, _| (None, vec![])),
         Input::Report { peer, event, reply } => from_member(engine, peer, &reply, |e, job| {
             let actions = e.report(job, event);
@@ -140,6 +143,7 @@ impl Input {
     pub fn requested(peer: u32, request: Request, reply: Reply) -> Input {
         match request {
             Request::Mark(stage) => Input::Mark { peer, stage, reply },
+            Request::EndStage => Input::EndStage { peer, reply },
             Request::Hello => Input::Hello { peer, reply },
             Request::Event(event) => Input::Report { peer, event, reply },
             Request::Control { control, pid } => Input::Request {

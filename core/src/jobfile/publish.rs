@@ -173,7 +173,10 @@ impl Sink for Publisher {
     fn event(&mut self, _t: Duration, event: &JobEvent, view: &JobView) -> io::Result<()> {
         // A stage or a report changes nothing the file holds: written when due, like a
         // sample (a job that marks thousands of times must not write its file as often).
-        let force = !matches!(event, JobEvent::Stage { .. } | JobEvent::Reported { .. });
+        let force = !matches!(
+            event,
+            JobEvent::Stage { .. } | JobEvent::StageEnded { .. } | JobEvent::Reported { .. }
+        );
         self.publish(view, force);
         Ok(())
     }

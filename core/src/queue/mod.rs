@@ -1,5 +1,5 @@
 //! The queue of guards that wait for room (`guard --wait-fit`), with no daemon: each guard
-//! keeps its place in a file of the state folder ([`mod@line`]), and at each poll, under the
+//! keeps its place in a file of the state folder ([`files`]), and at each poll, under the
 //! folder's lock, decides for itself by the pure rules here whether it may start.
 //!
 //! - **Room**: free memory above the free floor, less what jobs admitted a moment ago have

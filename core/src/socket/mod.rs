@@ -29,6 +29,8 @@
 //! ← ok
 //! → {"event":{"kind":"load","name":"unet","nbytes":5000000000,"seconds":3.1}}
 //! ← ok
+//! → {"stage":null}      (the stage under way ends: what follows is no stage's)
+//! ← ok
 //! ← {"warning":{"growth_bytes":858993459,"budget_bytes":1073741824,"then":"pause","stage":"decode","job":4243}}
 //! ```
 //!
@@ -414,6 +416,12 @@ pub fn send_mark(path: &Path, stage: &str) -> Result<Sent, MarkError> {
     )
 }
 
+/// Ends the stage under way of the job at `path` (`{"stage": null}`): what follows belongs
+/// to no stage until the next mark.
+pub fn send_end_stage(path: &Path) -> Result<Sent, MarkError> {
+    send_line(path, &Line::EndStage { stage: () })
+}
+
 /// Asks the server at `path` to `control` its job whose leader is `pid`.
 pub fn send_control(path: &Path, control: Control, pid: u32) -> Result<Sent, MarkError> {
     send_line(path, &Line::Control { control, pid })
@@ -516,6 +524,20 @@ mod tests {
     }
 
     #[test]
+    fn a_null_stage_ends_the_stage_and_nothing_else_does() {
+        let parse = |text: &str| wire::parse_line(text.as_bytes().to_vec());
+        assert_eq!(parse(r#"{"stage":null}"#), Ok(Request::EndStage));
+        assert_eq!(parse(r#"{"stage":"x"}"#), Ok(Request::Mark("x".into())));
+        // An empty name, a missing stage, a number: refused, never an end.
+        assert!(parse(r#"{"stage":""}"#).is_err());
+        assert!(parse(r#"{}"#).is_err());
+        assert!(parse(r#"{"stage":1}"#).is_err());
+        // What this side sends is what it parses.
+        let sent = serde_json::to_string(&Line::EndStage { stage: () }).unwrap();
+        assert_eq!(sent, r#"{"stage":null}"#);
+    }
+
+    #[test]
     fn a_mark_reaches_the_server_with_the_senders_pid() {
         let dir = tempfile::tempdir().unwrap();
         let dirs = Dirs::under(dir.path());
@@ -534,7 +556,7 @@ mod tests {
                     Request::Control { control, pid } => {
                         tx.send((pid, control.as_str().to_string()))
                     }
-                    Request::Hello | Request::Event(_) => return Answer::Done,
+                    Request::Hello | Request::Event(_) | Request::EndStage => return Answer::Done,
                 };
                 sent.map_or_else(|e| Answer::Refused(e.to_string()), |()| Answer::Done)
             })
@@ -588,6 +610,7 @@ mod tests {
                     }
                     Request::Hello => "hello".to_string(),
                     Request::Mark(stage) => stage,
+                    Request::EndStage => "end".to_string(),
                     Request::Event(e) => format!("{} {}", e.kind, e.name.unwrap_or_default()),
                     Request::Control { control, .. } => control.as_str().to_string(),
                 };

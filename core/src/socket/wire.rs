@@ -41,10 +41,21 @@ pub struct MarkLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub(super) enum Line {
+    /// `{"stage": null}`: the stage under way ends (tried first: a name is no null).
+    EndStage {
+        stage: (),
+    },
     Mark(MarkLine),
-    Control { control: Control, pid: u32 },
-    Hello { hello: u32 },
-    Event { event: Reported },
+    Control {
+        control: Control,
+        pid: u32,
+    },
+    Hello {
+        hello: u32,
+    },
+    Event {
+        event: Reported,
+    },
 }
 
 /// A request, checked, with the kernel's word for who sent it.
@@ -52,6 +63,8 @@ pub(super) enum Line {
 pub enum Request {
     /// A stage starts now (the name is checked with [`check_stage`]).
     Mark(String),
+    /// The stage under way ends now (`{"stage": null}`): what follows belongs to no stage.
+    EndStage,
     /// `control` for the job whose leader (or watched process) is `pid`.
     Control {
         /// What to do.
@@ -86,6 +99,7 @@ pub(super) fn parse_line(mut line: Vec<u8>) -> Result<Request, String> {
     let parsed = serde_json::from_slice::<Line>(&line)
         .map_err(|e| format!("not a mark line ({e}): expected {{\"stage\":\"NAME\"}}"))?;
     match parsed {
+        Line::EndStage { stage: () } => Ok(Request::EndStage),
         Line::Mark(m) => check_stage(&m.stage).map(|s| Request::Mark(s.to_string())),
         Line::Control { control, pid } => Ok(Request::Control { control, pid }),
         Line::Hello { hello } if hello == PROTOCOL_VERSION => Ok(Request::Hello),

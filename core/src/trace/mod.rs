@@ -287,6 +287,10 @@ pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
 /// `/dev/zero`) is an error naming its line, not an allocation without bound.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
+/// The `kind` of an `event` line that ends the stage under way (Headroom's: stageload has no
+/// stage end, and its tools skip a kind they do not know). Its `stage` names the stage.
+pub const STAGE_END: &str = "stage_end";
+
 /// Reads a trace from `reader`; errors name `path` and the line. A last line cut off
 /// mid-write (no newline, not valid JSON) is dropped and noted; a complete line that is not
 /// a record, a number past its bounds (`check_record`) and a record out of place

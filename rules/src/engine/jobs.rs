@@ -309,6 +309,20 @@ impl Engine {
         })]
     }
 
+    /// Job `id` ends the stage it is in (`since_start` as for [`Engine::mark`]); returns
+    /// its event, for the outputs (nothing when no stage was under way, or the job ended).
+    pub fn end_stage(&mut self, id: u64, since_start: Duration) -> Vec<Action> {
+        let Some(job) = self.running_mut(id) else {
+            return Vec::new();
+        };
+        let since = *job.started_since.get_or_insert(since_start);
+        let t = since_start.saturating_sub(since);
+        let Some(stage) = job.stages.end(t.as_secs_f64()).map(str::to_string) else {
+            return Vec::new();
+        };
+        vec![job.notify(JobEvent::StageEnded { stage })]
+    }
+
     /// Job `id` reports a load, release or mark (its stage, when it names none, is the
     /// current one); returns its event, for the trace (nothing once the job ended). The
     /// engine decides nothing on it.

@@ -37,6 +37,12 @@ pub enum JobEvent {
         /// The stage's name.
         stage: String,
     },
+    /// A process of the job ended the stage it was in (the outermost `with stage()` left):
+    /// what follows belongs to no stage until the next mark.
+    StageEnded {
+        /// The stage that ended.
+        stage: String,
+    },
     /// A process of the job reported a load, release or mark (stageload's events): for the
     /// trace; nothing is decided on it.
     Reported {

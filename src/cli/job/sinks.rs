@@ -12,6 +12,7 @@ use headroom_core::sampler::recorded::ToTrace;
 use headroom_core::sampler::Sample;
 use headroom_core::trace::{
     round_t, utc_string, EventRecord, Record, RecordedLimits, RunRecord, StartRecord, TraceWriter,
+    STAGE_END,
 };
 use headroom_core::words;
 use headroom_model::process::ProcessIdentity;
@@ -37,6 +38,8 @@ pub struct Printer {
     compared: Option<crate::cli::past::runs::Compared>,
     /// Stage names whose line was shown (see [`Printer::shown`]).
     stages_seen: HashSet<String>,
+    /// Stage names whose end's line was shown: once per name, as their beginning.
+    stages_ended: HashSet<String>,
     /// The line saying that repeated stages are not shown was.
     said_repeats: bool,
     /// The window of reports under way: when it began and how many of its lines were shown;
@@ -52,6 +55,7 @@ impl Printer {
             command: printable(command).into_owned(),
             compared,
             stages_seen: HashSet::new(),
+            stages_ended: HashSet::new(),
             said_repeats: false,
             reports_window: (Duration::ZERO, 0),
             reports_not_shown: 0,
@@ -80,6 +84,9 @@ impl Printer {
                 }
                 Ok(true)
             }
+            JobEvent::StageEnded { stage } => Ok(self.stages_seen.contains(stage)
+                && self.stages_ended.len() < MAX_STAGES
+                && self.stages_ended.insert(stage.clone())),
             JobEvent::Reported { .. } => {
                 let (since, shown) = self.reports_window;
                 let in_window = t < since + REPORT_WINDOW;
@@ -272,6 +279,11 @@ impl Sink for TraceSink {
             JobEvent::Stage { stage } => Reported {
                 stage: Some(stage.clone()),
                 ..Reported::bare("stage")
+            },
+            // Headroom's own: stageload's tools skip a kind they do not know.
+            JobEvent::StageEnded { stage } => Reported {
+                stage: Some(stage.clone()),
+                ..Reported::bare(STAGE_END)
             },
             // stageload's own load/reload/release/mark event, as stageload writes it.
             JobEvent::Reported { report } => report.clone(),

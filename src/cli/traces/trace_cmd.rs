@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use headroom_core::drive::replay;
-use headroom_core::summary::{stage_windows, summarize, Summary};
+use headroom_core::summary::{named_stage_windows, summarize, Summary};
 use headroom_core::trace::{read_trace, Trace};
 use headroom_model::units::{format_bytes, format_delta_bytes, format_duration};
 use headroom_rules::engine::{JobMode, JobSpec};
@@ -186,7 +186,7 @@ pub fn run(cmd: &TraceCommand) -> anyhow::Result<ExitCode> {
 fn stage_labels(trace: &Trace) -> Vec<(String, f64)> {
     let tolerance = headroom_rules::policy::Limits::default().fits_tolerance_bytes;
     let figures = summarize(trace).map(|s| s.stage_swap).unwrap_or_default();
-    stage_windows(trace)
+    named_stage_windows(trace)
         .into_iter()
         .map(|(name, t)| {
             // A name marked twice labels each line with its largest growth.
