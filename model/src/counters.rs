@@ -104,6 +104,10 @@ pub struct SystemCounters {
     pub wired_bytes: Option<u64>,
     /// App memory (macOS `internal - purgeable`; Linux `AnonPages`).
     pub app_bytes: Option<u64>,
+    /// The part of free memory that is reclaimable cache (Linux: `MemAvailable − MemFree`
+    /// at the last full read): what a light check adds to the free RAM `sysinfo(2)` gives.
+    #[serde(default)]
+    pub reclaimable_bytes: Option<u64>,
     /// Bytes swapped in since boot (macOS `swapins`; Linux `pswpin`), × page size.
     pub swapped_in_bytes: u64,
     /// Bytes swapped out since boot (macOS `swapouts`; Linux `pswpout`), × page size.

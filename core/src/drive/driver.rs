@@ -41,7 +41,8 @@ pub fn drive(
     let mut view = JobView::default();
     loop {
         let (due, aimed) = look_due(engine, poll);
-        source.next_look(view.state == JobStatus::Running, aimed);
+        // Light checks while it runs far from its limits; near one, full reads.
+        source.next_look(engine.light_ok(job), aimed);
         let input = source.next(due);
         if matches!(input, Input::Sample(_)) {
             if let Some(peers) = source.peers() {

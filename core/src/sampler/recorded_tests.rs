@@ -73,6 +73,7 @@ prop_compose! {
             compressed_bytes: compressed,
             wired_bytes: Some(1 << 30),
             app_bytes: Some(2 << 30),
+            reclaimable_bytes: None,
             swapped_in_bytes: 5,
             swapped_out_bytes: 6,
             paged_in_bytes: 7,

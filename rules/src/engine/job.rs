@@ -10,8 +10,8 @@ use super::{Action, JobMode, JobSpec, JobStatus, Moment, StartMemory, STOP_CHECK
 use crate::policy::order::{self, Me, Peer, PeerAt};
 use crate::policy::share::{self, OtherJob};
 use crate::policy::{
-    aim, check_interval, room_check_interval, EndReason, EventGate, JobEvent, Ledger, Observation,
-    OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
+    aim, check_interval, light_check_ok, room_check_interval, EndReason, EventGate, JobEvent,
+    Ledger, Observation, OnBudget, StopReason, Verdict, CALM_TOLERANCE_BYTES,
 };
 use crate::sample::Sample;
 use crate::stages::{Reading, StageTracker};
@@ -74,6 +74,9 @@ pub(super) struct Job {
     /// When its next looks come while it runs: a look aimed at the crossing between two
     /// regular checks (`super::aim`), for a driver that takes them.
     pub(super) looks: Looks,
+    /// Its next check may be a light one ([`crate::policy::light_check_ok`]; always for a
+    /// watched job, which is stopped at no limit).
+    pub(super) light_ok: bool,
     /// Its stages, as marked.
     pub(super) stages: StageTracker,
     /// Its pauses so far.
@@ -166,6 +169,7 @@ impl Job {
             ever: std::collections::HashSet::from([root]),
             check: spec.poll,
             looks: Looks::default(),
+            light_ok: false,
             spec,
             ledger,
             events: EventGate::default(),
@@ -398,6 +402,7 @@ impl Job {
             self.looks.regular(obs.t, self.check);
         }
         limits.lookahead = self.check;
+        self.light_ok = !guarded || light_check_ok(&limits, obs);
         let stop = match (guarded, between) {
             (false, _) => None,
             (true, false) => self.ledger.judge(&limits, obs),

@@ -401,6 +401,14 @@ impl Engine {
         self.jobs.iter().filter_map(Job::next_check).min()
     }
 
+    /// Whether job `id`'s next check may be a light one: it runs (a pause or a stop under
+    /// way is verified by full looks) and is far from its limits (see
+    /// [`crate::policy::light_check_ok`]).
+    pub fn light_ok(&self, id: u64) -> bool {
+        self.job(id)
+            .is_some_and(|j| matches!(j.phase, Phase::Running) && j.light_ok)
+    }
+
     /// For a driver that takes looks aimed at the crossing between regular checks (a
     /// guard's: `headroom guard`, `watch`): the interval to the next look, and whether it is
     /// an aimed one (its sample is to say so, [`crate::sample::Sample::aimed`]).

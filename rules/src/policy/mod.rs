@@ -120,6 +120,20 @@ pub fn aim(
     (crossing < next).then(|| (crossing + AIM_AFTER).max(AIM_MIN).min(next))
 }
 
+/// Free memory at least this many points above the free floor for a guarded job's next
+/// check to be a light one ([`light_check_ok`]).
+pub const LIGHT_ROOM_PERCENT: f64 = 10.0;
+
+/// Whether a running guarded job's next check may be a light one. A light check reads swap
+/// exactly (on Linux `sysinfo(2)` gives `meminfo`'s own swap figures, and under a limit the
+/// cgroup's files are read), so the budget and the swap limit are judged as by a full one;
+/// free memory on the host is estimated (free RAM now, plus the reclaimable cache of the
+/// last full read, at most a second old). So a light check will do while free memory is at
+/// least [`LIGHT_ROOM_PERCENT`] above the floor; nearer, every check is a full read.
+pub fn light_check_ok(limits: &Limits, obs: &Observation) -> bool {
+    obs.free_percent >= limits.kill_free_percent + LIGHT_ROOM_PERCENT
+}
+
 /// The check interval under a memory limit (a cgroup's: the OOM killer acts at the limit,
 /// and there may be no swap to take the overflow): shorter as the room left above the free
 /// floor shrinks, that room split into four checks at [`ASSUMED_FILL_BYTES_PER_SECOND`], never

@@ -622,3 +622,25 @@ fn a_look_is_aimed_just_after_a_crossing_foreseen_before_the_next_check() {
         );
     }
 }
+
+#[test]
+fn light_checks_only_well_above_the_free_floor() {
+    let limits = Limits {
+        kill_free_percent: 10.0,
+        ..Limits::default()
+    };
+    // (free %, light)
+    for (free, light) in [
+        (90.0, true),
+        (20.0, true),
+        (19.9, false),
+        (10.0, false),
+        (0.0, false),
+    ] {
+        assert_eq!(
+            light_check_ok(&limits, &obs(0, 0, free)),
+            light,
+            "{free}% free"
+        );
+    }
+}

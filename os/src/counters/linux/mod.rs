@@ -223,9 +223,11 @@ impl CounterSource for Counters {
         })
     }
 
-    /// `meminfo` (and our cgroup's usage where its limit binds); the rest as `last` had it.
+    /// Swap and free memory (`sysinfo(2)` on the live system, else `meminfo`; and our
+    /// cgroup's usage where its limit binds); the rest as `last` had it.
     fn read_system_light(&self, last: &SystemCounters) -> Result<SystemCounters> {
-        system::light(&self.proc_root, last, |bound| self.own_usage(bound))
+        let live = self.live_processes();
+        system::light(&self.proc_root, live, last, |bound| self.own_usage(bound))
     }
 
     /// Every process with identity and command line; processes that vanish or refuse access

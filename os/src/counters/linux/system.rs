@@ -3,9 +3,13 @@
 //! A full read takes `meminfo`, `pressure/memory` (PSI), `vmstat` and our own memory cgroup
 //! (every limit on its path to the root, and where one binds, its usage, swap, OOM count and
 //! peak). A light check (between full ones, see `crate::sampler`) reads only what the stop
-//! rules need fresh: `meminfo` (swap in use, free memory), and under a limit that binds that
+//! rules need fresh: swap in use and free memory, and under a limit that binds that
 //! cgroup's usage, inactive file cache and swap; the page and swap counts, the OOM count, the
-//! pressure and the limit itself are as the last reading had them.
+//! pressure and the limit itself are as the last reading had them. On the live system the
+//! host's part is one `sysinfo(2)` call (free RAM, total and free swap, without the kernel
+//! formatting fifty lines of `meminfo`): free memory is that free RAM plus the reclaimable
+//! cache the last full read found (`MemAvailable − MemFree`), at most a full read old; a
+//! fixture's `/proc` is read as text.
 
 use std::path::Path;
 
@@ -49,10 +53,15 @@ pub(super) fn full(
 /// what changes in our cgroup whose limit bound then.
 pub(super) fn light(
     proc_root: &Path,
+    live: bool,
     last: &SystemCounters,
     bound: impl FnOnce(&CgroupMemory) -> Found,
 ) -> Result<SystemCounters> {
-    let mut host = host_memory(proc_root)?;
+    let estimated = if live { host_from_sysinfo(last) } else { None };
+    let mut host = match estimated {
+        Some(host) => host,
+        None => host_memory(proc_root)?,
+    };
     // Under a limit, `last`'s own fields are the cgroup's: the host's are kept in it.
     host.pressure = last
         .cgroup
@@ -95,12 +104,76 @@ fn host_memory(proc_root: &Path) -> Result<SystemCounters> {
     Ok(SystemCounters {
         total_bytes,
         free_percent,
+        reclaimable_bytes: mem
+            .available_kib
+            .map(|available| kib(available.saturating_sub(mem.free_kib))),
         swap_used_bytes: kib(mem.swap_total_kib.saturating_sub(mem.swap_free_kib)),
         swap_total_bytes: kib(mem.swap_total_kib),
         compressed_bytes: mem.zswap_kib.map(kib),
         wired_bytes: mem.unevictable_kib.map(kib),
         app_bytes: mem.anon_kib.map(kib),
         ..SystemCounters::default()
+    })
+}
+
+/// The host's memory and swap for a light check, from one `sysinfo(2)` call: free memory is
+/// the free RAM it gives plus the reclaimable cache of `last` (see the module docs); the
+/// zswap pool, unevictable and anonymous memory as `last` had them. `None` when `last` has
+/// no reclaimable part (a kernel without `MemAvailable`) or the call fails: then `meminfo`.
+fn host_from_sysinfo(last: &SystemCounters) -> Option<SystemCounters> {
+    let reclaimable_bytes = last.reclaimable_bytes?;
+    let ram = ram_and_swap().ok()?;
+    let available_bytes = ram.free_ram_bytes.saturating_add(reclaimable_bytes);
+    let free_percent = if ram.total_ram_bytes == 0 {
+        0.0
+    } else {
+        (available_bytes as f64 * 100.0 / ram.total_ram_bytes as f64).min(100.0)
+    };
+    Some(SystemCounters {
+        total_bytes: ram.total_ram_bytes,
+        free_percent,
+        swap_used_bytes: ram.total_swap_bytes.saturating_sub(ram.free_swap_bytes),
+        swap_total_bytes: ram.total_swap_bytes,
+        compressed_bytes: last.compressed_bytes,
+        wired_bytes: last.wired_bytes,
+        app_bytes: last.app_bytes,
+        reclaimable_bytes: Some(reclaimable_bytes),
+        ..SystemCounters::default()
+    })
+}
+
+/// What `sysinfo(2)` says of memory and swap, bytes.
+#[derive(Debug, Clone, Copy)]
+struct RamAndSwap {
+    total_ram_bytes: u64,
+    free_ram_bytes: u64,
+    total_swap_bytes: u64,
+    free_swap_bytes: u64,
+}
+
+/// One `sysinfo(2)` call: `MemTotal`, `MemFree`, `SwapTotal` and `SwapFree` as `meminfo`
+/// gives them (the kernel fills both from the same counters).
+fn ram_and_swap() -> std::io::Result<RamAndSwap> {
+    let mut info = std::mem::MaybeUninit::<libc::sysinfo>::zeroed();
+    // SAFETY: `info` points to writable memory the size of `struct sysinfo`, which the call
+    // fills whole on success; it is read only after a successful call.
+    if unsafe { libc::sysinfo(info.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: sysinfo returned 0: the struct is initialised (and zeroed memory is a valid
+    // `struct sysinfo` besides).
+    let info = unsafe { info.assume_init() };
+    let unit = u64::from(info.mem_unit.max(1));
+    #[allow(
+        clippy::useless_conversion,
+        reason = "c_ulong is u64 here but u32 on 32-bit Linux"
+    )]
+    let bytes = |count: libc::c_ulong| u64::from(count).saturating_mul(unit);
+    Ok(RamAndSwap {
+        total_ram_bytes: bytes(info.totalram),
+        free_ram_bytes: bytes(info.freeram),
+        total_swap_bytes: bytes(info.totalswap),
+        free_swap_bytes: bytes(info.freeswap),
     })
 }
 

@@ -365,3 +365,52 @@ fn a_light_read_takes_meminfo_now_and_the_rest_as_the_last_read_had_it() {
     assert_eq!(next.swapped_out_bytes, 524_288 * counters.page_size_bytes);
     assert_eq!(next.pressure, Some(PressureLevel::Normal));
 }
+
+#[test]
+fn a_light_read_of_the_live_system_is_one_sysinfo_call_with_the_cache_carried() {
+    let counters = Counters::new();
+    assert!(counters.live_processes());
+    let full = counters.read_system().unwrap();
+    let reclaimable = full
+        .reclaimable_bytes
+        .expect("this kernel has MemAvailable: the reclaimable part is read");
+    // sysinfo's figures are meminfo's: the same total, the same swap (within what moves
+    // between two reads on a busy machine).
+    let light = counters.read_system_light(&full).unwrap();
+    assert_eq!(light.total_bytes, full.total_bytes);
+    assert_eq!(light.swap_total_bytes, full.swap_total_bytes);
+    assert!(
+        light.swap_used_bytes.abs_diff(full.swap_used_bytes) < 256 << 20,
+        "{} against {}",
+        light.swap_used_bytes,
+        full.swap_used_bytes
+    );
+    assert!(
+        (light.free_percent - full.free_percent).abs() < 5.0,
+        "{} against {}",
+        light.free_percent,
+        full.free_percent
+    );
+    assert_eq!(light.reclaimable_bytes, Some(reclaimable), "carried");
+    // Its free memory is free RAM now plus the cache the last full read found: a full read
+    // that had found 1 GiB more cache makes the light one 1 GiB freer (it read no meminfo).
+    // (Under a memory limit that binds, free memory is the cgroup's: the host's cache is not
+    // in it, and that part says nothing.)
+    if full.cgroup.is_some() {
+        return;
+    }
+    let more_cache = SystemCounters {
+        reclaimable_bytes: Some(reclaimable + (1 << 30)),
+        ..full.clone()
+    };
+    let freer = counters.read_system_light(&more_cache).unwrap();
+    let one_gib_percent = 100.0 * (1u64 << 30) as f64 / full.total_bytes as f64;
+    let gained = freer.free_percent - light.free_percent;
+    assert!(
+        (gained - one_gib_percent).abs() < 2.0 || freer.free_percent >= 100.0,
+        "{gained} points, 1 GiB is {one_gib_percent}"
+    );
+    // The page counts, the pressure and the OOM count as the full read had them.
+    assert_eq!(light.swapped_out_bytes, full.swapped_out_bytes);
+    assert_eq!(light.oom_kills, full.oom_kills);
+}

@@ -297,6 +297,8 @@ impl<K: Xnu> CounterSource for XnuReader<K> {
             compressed_bytes: bytes(pages.compressor),
             wired_bytes: bytes(pages.wired),
             app_bytes: bytes(pages.app()),
+            // Linux's light checks carry it; a Mac reads its page counts whole each time.
+            reclaimable_bytes: None,
             // Cumulative counters missing from a pre-REV1 answer read as 0.
             swapped_in_bytes: cumulative(vm::SWAPINS),
             swapped_out_bytes: cumulative(vm::SWAPOUTS),
