@@ -70,8 +70,17 @@ pub struct Members {
 }
 
 /// Members watched for their exit at most (one descriptor each); the others are looked at
-/// by their state at every check.
+/// by their state at every check, while the job has at most [`LIGHT_READS_AT_MOST`] of
+/// them (a larger job's at its full looks).
 pub const WATCHED_AT_MOST: usize = 64;
+
+/// A light look reads the files of at most this many members (their state, and without a
+/// job cgroup their memory): a job with more is looked at by its exit watches alone between
+/// full looks, and its memory is the last full look's, so that a light check costs what it
+/// costs for one process whatever the job's size (a member gone unwatched, or a peak
+/// between two full looks, is seen at the next full one; the stop rules read the system's
+/// swap and free memory at every check).
+pub const LIGHT_READS_AT_MOST: usize = 16;
 
 /// The lineage search (every pid asked who its parent was) runs once every this many looks:
 /// it costs one call per process.
@@ -270,7 +279,7 @@ impl Members {
         if self.watches.any_exited() {
             return true;
         }
-        if self.watches.len() == self.live.len() {
+        if self.watches.len() == self.live.len() || self.live.len() > LIGHT_READS_AT_MOST {
             return false;
         }
         let before = self.live.len();
@@ -404,8 +413,9 @@ impl Members {
     /// whether each known member still lives, asked of their exit watches in one call (a
     /// member without one: its state read fresh, its `stat`); new members are looked for at
     /// the full ones. The members' memory is read fresh too, but for a job in a memory
-    /// cgroup of its own: its figures are the cgroup's, read at the full looks (the kernel
-    /// keeps its peak, so none is missed). `None` when a light look will not do, and a full
+    /// cgroup of its own (its figures are the cgroup's, read at the full looks: the kernel
+    /// keeps its peak, so none is missed) and a job of more than [`LIGHT_READS_AT_MOST`]
+    /// processes (the last full look's). `None` when a light look will not do, and a full
     /// [`Members::refresh`] is due: a member is gone (the job may be ending, and a member's
     /// children are the reaper's now), or there was no full refresh yet.
     pub fn refresh_light(&mut self, counters: &impl CounterSource) -> Option<TreeMemory> {
@@ -413,11 +423,11 @@ impl Members {
         if self.look_light(counters) || self.live.is_empty() {
             return None;
         }
-        if self
+        let cgroup_figures = self
             .cgroup_now
             .as_ref()
-            .is_some_and(|c| c.working_set_bytes.is_some())
-        {
+            .is_some_and(|c| c.working_set_bytes.is_some());
+        if cgroup_figures || self.live.len() > LIGHT_READS_AT_MOST {
             return Some(then);
         }
         let (total, gone) = self.memory(counters);
@@ -522,6 +532,11 @@ impl MemberSet {
     /// Live members as last refreshed.
     pub fn live(&self) -> Vec<Member> {
         self.lock().live().to_vec()
+    }
+
+    /// How many live members the last look found (no read now).
+    pub fn live_count(&self) -> usize {
+        self.lock().live().len()
     }
 
     /// True when process `pid` was a live member at the last look (no read now).
@@ -695,6 +710,111 @@ mod tests {
         assert!(!set.refresh(&counters).1.iter().any(|m| m.id.pid == first));
         // SAFETY: as above.
         unsafe { libc::kill(second as i32, libc::SIGKILL) };
+        let _ = sh.kill();
+        let _ = sh.wait();
+    }
+
+    /// The live `/proc`, counting what is read of each process.
+    struct Counting {
+        inner: crate::counters::Counters,
+        reads: std::cell::Cell<usize>,
+    }
+
+    impl CounterSource for Counting {
+        fn read_system(&self) -> crate::counters::Result<headroom_model::counters::SystemCounters> {
+            self.inner.read_system()
+        }
+        fn list_processes(
+            &self,
+        ) -> crate::counters::Result<Vec<headroom_model::counters::ProcessInfo>> {
+            self.inner.list_processes()
+        }
+        fn process_info(
+            &self,
+            pid: u32,
+        ) -> crate::counters::Result<headroom_model::counters::ProcessInfo> {
+            self.inner.process_info(pid)
+        }
+        fn identity(
+            &self,
+            pid: u32,
+        ) -> crate::counters::Result<headroom_model::counters::ProcessInfo> {
+            self.inner.identity(pid)
+        }
+        fn process_state(
+            &self,
+            pid: u32,
+        ) -> crate::counters::Result<headroom_model::counters::ProcessState> {
+            self.reads.set(self.reads.get() + 1);
+            self.inner.process_state(pid)
+        }
+        fn live_processes(&self) -> bool {
+            self.inner.live_processes()
+        }
+        fn boot_id(&self) -> crate::counters::Result<String> {
+            self.inner.boot_id()
+        }
+        fn process_memory(
+            &self,
+            pid: u32,
+        ) -> crate::counters::Result<headroom_model::counters::ProcessMemory> {
+            self.reads.set(self.reads.get() + 1);
+            self.inner.process_memory(pid)
+        }
+        fn scan_footprints(
+            &self,
+        ) -> crate::counters::Result<Vec<headroom_model::counters::FootprintRow>> {
+            self.inner.scan_footprints()
+        }
+        fn child_pids(&self, pid: u32) -> crate::counters::Result<Vec<u32>> {
+            self.inner.child_pids(pid)
+        }
+    }
+
+    #[test]
+    fn a_light_look_at_a_large_job_reads_no_member_and_still_sees_one_end() {
+        let counters = Counting {
+            inner: crate::counters::Counters::new(),
+            reads: std::cell::Cell::new(0),
+        };
+        // sh and its background sleeps: more members than a light look reads.
+        let sleeps = LIGHT_READS_AT_MOST + 4;
+        let mut sh = Command::new("sh")
+            .args([
+                "-c",
+                &format!(
+                    "i=0; while [ $i -lt {sleeps} ]; do sleep 30 & i=$((i+1)); done; echo $!; wait"
+                ),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = std::io::BufReader::new(sh.stdout.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        let last: u32 = line.trim().parse().unwrap();
+        let id = ProcessIdentity::of(&counters.inner, sh.id()).unwrap();
+        let set = MemberSet::new(Members::of_process(id));
+        let (memory, live) = set.refresh(&counters);
+        assert_eq!(live.len(), sleeps + 1, "{live:?}");
+        counters.reads.set(0);
+        for _ in 0..10 {
+            let (light_memory, light_live) = set.refresh_light(&counters).unwrap();
+            assert_eq!(light_live.len(), sleeps + 1);
+            assert_eq!(light_memory, memory, "the last full look's memory");
+        }
+        assert_eq!(counters.reads.get(), 0, "no member's file was read");
+        // A member ends: its exit watch says so, and a full look is due.
+        // SAFETY: our own child's child, read from its output just above.
+        unsafe { libc::kill(last as i32, libc::SIGKILL) };
+        let seen = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            set.refresh_light(&counters).is_none()
+        });
+        assert!(seen, "the member's end was not seen");
+        let _ = Command::new("pkill")
+            .args(["-P", &sh.id().to_string()])
+            .status();
         let _ = sh.kill();
         let _ = sh.wait();
     }

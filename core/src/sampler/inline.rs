@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{next_tick, read_sample, ErrorOnce, Sample, FULL_EVERY, FULL_SPACING};
+use super::{
+    full_spacing_for, next_tick, read_sample, ErrorOnce, Sample, FULL_EVERY, FULL_SPACING,
+};
 use headroom_model::counters::SystemCounters;
 use headroom_os::counters::Counters;
 use headroom_os::members::MemberSet;
@@ -114,14 +116,17 @@ impl InlineSampler {
 
     /// Reads one sample now and schedules the next tick on the clock's schedule (missed ticks
     /// are skipped; an extra tick, taken between two, does not move the next one). One tick
-    /// in [`FULL_EVERY`], and no more than one each [`FULL_SPACING`], reads everything; the
-    /// others are light ([`read_sample`]) while they are allowed.
+    /// in [`FULL_EVERY`], and no more than one each [`FULL_SPACING`] (further apart for a
+    /// large job: [`full_spacing_for`]), reads everything; the others are light
+    /// ([`read_sample`]) while they are allowed.
     pub fn tick(&mut self) -> Sample {
         let now = Instant::now();
         let (ticks, at) = self.since_full;
+        let members = self.tracked.iter().map(MemberSet::live_count).sum();
+        let spacing = full_spacing_for(self.full_spacing, members);
         let light = self.light_allowed
             && !std::mem::take(&mut self.full_next)
-            && (ticks < FULL_EVERY || now.saturating_duration_since(at) < self.full_spacing)
+            && (ticks < FULL_EVERY || now.saturating_duration_since(at) < spacing)
             && self.last.is_some();
         let sample = read_sample(
             &self.counters,

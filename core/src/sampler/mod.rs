@@ -70,6 +70,26 @@ pub const FULL_EVERY: u64 = 5;
 /// rules read, every check reads.
 pub const FULL_SPACING: Duration = Duration::from_secs(1);
 
+/// For a large job, full checks come this much further apart per member (a full look reads
+/// every member's files; a light one, a few at most: `headroom_os::members::LIGHT_READS_AT_MOST`),
+/// so that what a check costs on average grows little with the job: 100 members keep
+/// [`FULL_SPACING`], 1,000 have a full look every 10 s, and none waits more than
+/// [`FULL_SPACING_MAX`]. New members, and the members' memory, are seen at the full looks;
+/// the stop rules read the system's swap and free memory at every check, and a pause or a
+/// stop is verified by full looks only.
+pub const FULL_SPACING_PER_MEMBER: Duration = Duration::from_millis(10);
+
+/// The longest time between two full checks, whatever the job's size.
+pub const FULL_SPACING_MAX: Duration = Duration::from_secs(30);
+
+/// How far apart full checks come for jobs of `members` processes in all, at least
+/// `spacing` (see [`FULL_SPACING_PER_MEMBER`]).
+pub fn full_spacing_for(spacing: Duration, members: usize) -> Duration {
+    let per_size =
+        FULL_SPACING_PER_MEMBER.saturating_mul(u32::try_from(members).unwrap_or(u32::MAX));
+    spacing.max(per_size.min(FULL_SPACING_MAX))
+}
+
 /// Reads one sample: system counters and every tracked job's members (each re-checked by
 /// pid and start time).
 ///
@@ -362,6 +382,25 @@ mod tests {
     use super::*;
     use headroom_os::error::CounterError;
     use headroom_os::process::ProcessLookup;
+
+    #[test]
+    fn full_checks_spread_out_with_the_jobs_size() {
+        let s = Duration::from_secs;
+        // (members, spacing)
+        for (members, want) in [
+            (0, s(1)),
+            (1, s(1)),
+            (100, s(1)),
+            (250, Duration::from_millis(2500)),
+            (1000, s(10)),
+            (5000, FULL_SPACING_MAX),
+            (usize::MAX, FULL_SPACING_MAX),
+        ] {
+            assert_eq!(full_spacing_for(FULL_SPACING, members), want, "{members}");
+        }
+        // A longer spacing asked for stays.
+        assert_eq!(full_spacing_for(s(60), 1000), s(60));
+    }
 
     #[test]
     fn schedule_does_not_drift_and_skips_missed_ticks() {
