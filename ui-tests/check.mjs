@@ -51,9 +51,9 @@ check('header shows free %, pressure, swap and total', async (page) => {
   assert.match(h.free, /^3[89]%$/);
   assert.equal(h.pressure, 'Normal');
   assert.equal(h.level, 'normal');
-  assert.match(h.swap, /^3\.\d GB$/);
-  assert.match(h.change, /^↑ \+1\.\d GB$/);
-  assert.equal(h.total, 'of 48 GB total');
+  assert.match(h.swap, /^3\.\d GiB$/);
+  assert.match(h.change, /^↑ \+1\.\d GiB$/);
+  assert.equal(h.total, 'of 48 GiB total');
 });
 
 check('jobs: rows, badges, bar, verdicts, Unwatch or Unguard only where allowed', async (page) => {
@@ -73,7 +73,7 @@ check('jobs: rows, badges, bar, verdicts, Unwatch or Unguard only where allowed'
   assert.ok(byId['job-7'].bar && byId['job-7'].release && byId['job-7'].verdict === null);
   assert.ok(!byId['job-6'].bar, 'watch jobs have no bar');
   assert.ok(!byId['job-5'].release, 'external jobs are read-only');
-  assert.equal(byId['job-4'].verdict, "doesn't fit: swap +9.6 GB");
+  assert.equal(byId['job-4'].verdict, "doesn't fit: swap +9.6 GiB");
   assert.ok(byId['job-4'].noFit);
   assert.ok(!byId['job-4'].release, 'finished jobs have nothing to release');
   assert.equal(byId['job-3'].verdict, 'fits');
@@ -197,9 +197,9 @@ check('tabs switch the chart window', async (page) => {
 check('1 h tab: the header change is over 1 h even though ticks carry 10 min', async (page) => {
   await page.goto(base);
   await ready(page);
-  await page.waitFor(() => /^↑ \+1\.\d GB$/.test(document.querySelector('#swap-change').textContent));
+  await page.waitFor(() => /^↑ \+1\.\d GiB$/.test(document.querySelector('#swap-change').textContent));
   await page.click('.tab[data-window="3600"]');
-  await page.waitFor(() => /^↑ \+2\.\d GB$/.test(document.querySelector('#swap-change').textContent));
+  await page.waitFor(() => /^↑ \+2\.\d GiB$/.test(document.querySelector('#swap-change').textContent));
   const seen = new Set();
   for (let i = 0; i < 12; i++) {
     seen.add(await page.eval(() => document.querySelector('#swap-change').textContent.slice(0, 4)));
@@ -387,8 +387,8 @@ check('will it fit: the answer for the keys of recent runs, under free memory', 
     f.querySelector('.fit-answer').className,
     f.querySelector('.fit-answer').textContent]));
   assert.deepEqual(rows, [
-    ['python gen.py --steps 50', 'fit-answer no-fit', "won't fit, 7.8 GB short"],
-    ['make -j8', 'fit-answer fits', 'fits now, 18.9 GB to spare'],
+    ['python gen.py --steps 50', 'fit-answer no-fit', "won't fit, 7.8 GiB short"],
+    ['make -j8', 'fit-answer fits', 'fits now, 18.9 GiB to spare'],
   ]);
   const inHeader = await page.eval(() => !!document.querySelector('#status #fits'));
   assert.ok(inHeader, 'next to free memory');
@@ -405,7 +405,7 @@ check('guard form: the prediction and past verdicts of the process picked', asyn
     title: document.querySelector('#guard-fit').title,
     asked: window.__mock.calls.filter((c) => c.name === 'get_fit_of').map((c) => c.args.command),
   }));
-  assert.equal(r.text, "Needs about 29.1 GB (4 past runs): won't fit, 7.8 GB short. Last: doesn't fit, fits");
+  assert.equal(r.text, "Needs about 29.1 GiB (4 past runs): won't fit, 7.8 GiB short. Last: doesn't fit, fits");
   assert.equal(r.fits, 'false');
   assert.equal(r.title, 'Key: ollama serve');
   assert.deepEqual(r.asked, ['ollama serve']);
@@ -445,9 +445,9 @@ check('a running job that ends gets its verdict in place', async (page) => {
   await ready(page);
   await page.eval(() => {
     const j = window.__mock.jobs.find((x) => x.id === 'job-7');
-    Object.assign(j, { state: 'stopped', verdict: { fits: false, text: "doesn't fit: swap +8.1 GB" } });
+    Object.assign(j, { state: 'stopped', verdict: { fits: false, text: "doesn't fit: swap +8.1 GiB" } });
   });
-  await page.waitFor(() => document.querySelector('.job[data-id="job-7"] .verdict.no-fit')?.textContent === "doesn't fit: swap +8.1 GB", { timeout: 4000 });
+  await page.waitFor(() => document.querySelector('.job[data-id="job-7"] .verdict.no-fit')?.textContent === "doesn't fit: swap +8.1 GiB", { timeout: 4000 });
   const r = await page.eval(() => ({
     release: !document.querySelector('.job[data-id="job-7"] .release').hidden,
     state: document.querySelector('.job[data-id="job-7"]').dataset.state,

@@ -1,5 +1,5 @@
 // A fake window.__TAURI__ for the popover, loaded (as a classic script) before ui/app.js by
-// harness.html. Data: a 48 GB Mac at 38 % free, swap 3.1 GB and growing, a guarded
+// harness.html. Data: a 48 GB Mac at 38 % free, swap 3.1 GiB and growing, a guarded
 // "python generate.py" near its 8 GB budget, a finished job that didn't fit.
 //
 // URL parameters (all optional):
@@ -61,19 +61,19 @@
     },
     recent: params.get('jobs') === 'none' ? [] : [
       { command: 'python gen.py --steps 50', mode: 'guard', started_at_ms: Date.now() - 7_200_000, ended_at_ms: Date.now() - 3_600_000,
-        verdict: { fits: false, text: "doesn't fit: swap +9.6 GB (denoise +3.5 GB, decode +6.3 GB), 1h 0m, stopped by the guard" } },
+        verdict: { fits: false, text: "doesn't fit: swap +9.6 GiB (denoise +3.5 GiB, decode +6.3 GiB), 1h 0m, stopped by the guard" } },
       { command: 'make -j8', mode: 'watch', started_at_ms: Date.now() - 90_000_000, ended_at_ms: Date.now() - 86_400_000,
-        verdict: { fits: true, text: 'fits: swap +0 B, peak footprint 2.1 GB, 12m 3s, exited with code 0' } },
+        verdict: { fits: true, text: 'fits: swap +0 B, peak footprint 2.1 GiB, 12m 3s, exited with code 0' } },
     ],
     fits: params.get('jobs') === 'none' ? [] : [
-      { key: 'python gen.py --steps 50', need_bytes: 29.1 * GB, runs: 4, fits: false, margin_bytes: 7.8 * GB, text: "won't fit, 7.8 GB short", last_verdict: "doesn't fit" },
-      { key: 'make -j8', need_bytes: 2.4 * GB, runs: 2, fits: true, margin_bytes: 18.9 * GB, text: 'fits now, 18.9 GB to spare', last_verdict: 'fits' },
+      { key: 'python gen.py --steps 50', need_bytes: 29.1 * GB, runs: 4, fits: false, margin_bytes: 7.8 * GB, text: "won't fit, 7.8 GiB short", last_verdict: "doesn't fit" },
+      { key: 'make -j8', need_bytes: 2.4 * GB, runs: 2, fits: true, margin_bytes: 18.9 * GB, text: 'fits now, 18.9 GiB to spare', last_verdict: 'fits' },
     ],
     jobs: params.get('jobs') === 'none' ? [] : [
       { id: 'job-7', pid: 4242, command: 'python generate.py --model stabilityai/stable-diffusion-xl-base-1.0 --offload cpu --steps 50', mode: 'guard', state: 'running', swap_growth_bytes: 7.1 * GB, swap_budget_bytes: 8 * GB, peak_footprint_bytes: 18.5 * GB, verdict: null, read_only: false },
       { id: 'job-6', pid: 5120, command: 'node /Users/ana/dev/site/node_modules/.bin/next dev', mode: 'watch', state: 'running', swap_growth_bytes: 120 * MB, swap_budget_bytes: null, peak_footprint_bytes: 812 * MB, verdict: null, read_only: false },
       { id: 'job-5', pid: 3990, command: 'python finetune.py --lora --batch 8 --grad-accum 4 --data ./corpus', mode: 'external', state: 'running', swap_growth_bytes: 2.3 * GB, swap_budget_bytes: 6 * GB, peak_footprint_bytes: 11.2 * GB, verdict: null, read_only: true },
-      { id: 'job-4', pid: 3817, command: 'python pipeline.py --enable-model-cpu-offload', mode: 'guard', state: 'stopped', swap_growth_bytes: 9.6 * GB, swap_budget_bytes: 8 * GB, peak_footprint_bytes: 18.5 * GB, verdict: { fits: false, text: "doesn't fit: swap +9.6 GB" }, read_only: false },
+      { id: 'job-4', pid: 3817, command: 'python pipeline.py --enable-model-cpu-offload', mode: 'guard', state: 'stopped', swap_growth_bytes: 9.6 * GB, swap_budget_bytes: 8 * GB, peak_footprint_bytes: 18.5 * GB, verdict: { fits: false, text: "doesn't fit: swap +9.6 GiB" }, read_only: false },
       { id: 'job-3', pid: 3650, command: 'python train.py --epochs 3', mode: 'watch', state: 'finished', swap_growth_bytes: 0, swap_budget_bytes: null, peak_footprint_bytes: 6.1 * GB, verdict: { fits: true, text: 'fits' }, read_only: false },
     ],
     settings: {

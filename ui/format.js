@@ -1,4 +1,4 @@
-// Number formatting for the popover. GB means 2^30 bytes, MB 2^20, KB 2^10.
+// Number formatting for the popover. GiB means 2^30 bytes, MiB 2^20, KiB 2^10, and say so.
 // Pure functions, no DOM: easy to test in isolation.
 
 const KB = 1024;
@@ -10,10 +10,10 @@ function isNum(v) {
 }
 
 /**
- * A size as people read it: "3.1 GB", "812 MB", "64 KB", "0 MB".
- * GB get one decimal below 100 ("48.0 GB"), none from 100 on ("128 GB");
- * with `trim`, a whole number drops its ".0" ("48 GB"), for totals and budgets.
- * Values round to the next unit at 1000 (1000 MB shows as "1.0 GB").
+ * A size as people read it: "3.1 GiB", "812 MiB", "64 KiB", "0 MiB".
+ * GiB get one decimal below 100 ("48.0 GiB"), none from 100 on ("128 GiB");
+ * with `trim`, a whole number drops its ".0" ("48 GiB"), for totals and budgets.
+ * Values round to the next unit at 1000 (1000 MiB shows as "1.0 GiB").
  * null/undefined/NaN give "–".
  */
 export function formatBytes(bytes, { trim = false } = {}) {
@@ -24,21 +24,21 @@ export function formatBytes(bytes, { trim = false } = {}) {
     const gb = abs / GB;
     let text = gb >= 99.95 ? String(Math.round(gb)) : gb.toFixed(1);
     if (trim && text.endsWith('.0')) text = text.slice(0, -2);
-    return `${sign}${text} GB`;
+    return `${sign}${text} GiB`;
   }
   if (abs >= 1000 * KB) {
     const mb = Math.round(abs / MB);
-    return mb >= 1000 ? `${sign}1.0 GB` : `${sign}${mb} MB`;
+    return mb >= 1000 ? `${sign}1.0 GiB` : `${sign}${mb} MiB`;
   }
-  if (abs === 0) return '0 MB';
+  if (abs === 0) return '0 MiB';
   const kb = Math.max(1, Math.round(abs / KB));
-  return kb >= 1000 ? `${sign}1 MB` : `${sign}${kb} KB`;
+  return kb >= 1000 ? `${sign}1 MiB` : `${sign}${kb} KiB`;
 }
 
-/** A change: "+1.2 GB", "-640 MB", "+0 MB". */
+/** A change: "+1.2 GiB", "-640 MiB", "+0 MiB". */
 export function formatSignedBytes(bytes) {
   if (!isNum(bytes)) return '–';
-  if (bytes === 0) return '+0 MB';
+  if (bytes === 0) return '+0 MiB';
   const text = formatBytes(Math.abs(bytes));
   return (bytes < 0 ? '-' : '+') + text;
 }

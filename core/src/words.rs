@@ -198,7 +198,7 @@ pub fn notification(event: &JobEvent, command: &str) -> (String, String) {
     }
 }
 
-/// `loaded unet (4.7 GB in 3.1 s) in stage denoise`, `released vae (160 MB)`, `mark: label`.
+/// `loaded unet (4.7 GiB in 3.1 s) in stage denoise`, `released vae (160 MiB)`, `mark: label`.
 fn reported(event: &headroom_rules::stages::Reported) -> String {
     let verb = match event.kind.as_str() {
         "load" => "loaded",

@@ -1,7 +1,8 @@
 //! Human units: byte sizes and durations, parsed from flags and formatted for people.
 //!
 //! Sizes are binary, as Activity Monitor and stageload's tables use them: `1G` = `1GB` =
-//! `1GiB` = 2^30 bytes, and [`format_bytes`] writes `3.1 GB` meaning 3.1 × 2^30 bytes.
+//! `1GiB` = 2^30 bytes, and [`format_bytes`] writes `3.1 GiB`: 3.1 × 2^30 bytes, labelled as
+//! what it is (29,042,568,854 bytes is `27 GiB`, never "27 GB").
 
 use std::time::Duration;
 
@@ -106,29 +107,30 @@ pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
     Ok(bytes.round() as u64)
 }
 
-/// Formats bytes for people: `812 MB`, `3.1 GB`, `17 GB`, `0 B`.
+/// Formats bytes for people, in binary units labelled as such: `812 MiB`, `3.1 GiB`,
+/// `17 GiB`, `0 B`.
 pub fn format_bytes(bytes: u64) -> String {
     let b = bytes as f64;
     if bytes < 1 << 10 {
         format!("{bytes} B")
     } else if bytes < 1 << 20 {
-        format!("{:.0} KB", b / (1u64 << 10) as f64)
+        format!("{:.0} KiB", b / (1u64 << 10) as f64)
     } else if bytes < 1 << 30 {
-        format!("{:.0} MB", b / (1u64 << 20) as f64)
+        format!("{:.0} MiB", b / (1u64 << 20) as f64)
     } else if bytes < 10 << 30 {
-        format!("{:.1} GB", b / (1u64 << 30) as f64)
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
     } else {
-        format!("{:.0} GB", b / (1u64 << 30) as f64)
+        format!("{:.0} GiB", b / (1u64 << 30) as f64)
     }
 }
 
-/// Formats a signed change of bytes: `+3.5 GB`, `-120 MB`, `+0 B`.
+/// Formats a signed change of bytes: `+3.5 GiB`, `-120 MiB`, `+0 B`.
 pub fn format_delta_bytes(delta: i64) -> String {
     let sign = if delta < 0 { '-' } else { '+' };
     format!("{sign}{}", format_bytes(delta.unsigned_abs()))
 }
 
-/// Short form for a menu-bar title: `3.1G`, `812M`, `0`.
+/// Short form for a menu-bar title: `3.1G`, `812M`, `0` (binary, as `format_bytes`).
 pub fn format_bytes_short(bytes: u64) -> String {
     let long = format_bytes(bytes);
     match long.split_once(' ') {
@@ -309,11 +311,11 @@ mod tests {
     fn sizes_format() {
         assert_eq!(format_bytes(0), "0 B");
         assert_eq!(format_bytes(1023), "1023 B");
-        assert_eq!(format_bytes(812 << 20), "812 MB");
-        assert_eq!(format_bytes((31 << 30) / 10), "3.1 GB");
-        assert_eq!(format_bytes(17 << 30), "17 GB");
-        assert_eq!(format_delta_bytes(-(120 << 20)), "-120 MB");
-        assert_eq!(format_delta_bytes(7 << 29), "+3.5 GB");
+        assert_eq!(format_bytes(812 << 20), "812 MiB");
+        assert_eq!(format_bytes((31 << 30) / 10), "3.1 GiB");
+        assert_eq!(format_bytes(17 << 30), "17 GiB");
+        assert_eq!(format_delta_bytes(-(120 << 20)), "-120 MiB");
+        assert_eq!(format_delta_bytes(7 << 29), "+3.5 GiB");
         assert_eq!(format_bytes_short((31 << 30) / 10), "3.1G");
         assert_eq!(format_bytes_short(0), "0");
         assert_eq!(format_bytes_short(500 << 20), "500M");

@@ -34,7 +34,7 @@ class Fit:
     room_bytes: int
     #: How much more room it would need (0 when it fits), bytes.
     short_by_bytes: int
-    #: What the need rests on, in words ("needs about 1.2 GB (3 runs, last 2 h)").
+    #: What the need rests on, in words ("needs about 1.2 GiB (3 runs, last 2 h)").
     basis: str
     #: The history key asked about.
     key: str

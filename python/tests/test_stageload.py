@@ -34,7 +34,7 @@ def test_stageload_events_land_in_the_trace_and_the_verdict(binary, tmp_path, sw
     assert loads[1]["nbytes"] == 400 << 20 and loads[1]["seconds"] >= 0, loads
     releases = run.events("release")
     assert releases and releases[0]["name"] == "encoder" and releases[0]["nbytes"] == 50 << 20
-    assert "loaded decoder (400 MB in " in run.stderr, run.stderr
+    assert "loaded decoder (400 MiB in " in run.stderr, run.stderr
 
 
 def test_stageload_history_predicts_the_next_run(binary, tmp_path) -> None:

@@ -48,7 +48,7 @@ fn one_visit() -> u32 {
 
 impl StageFigures {
     /// The stage's name for a chart: with the swap it added when that passed
-    /// `tolerance_bytes` (`decode +6.3 GB`), else just the name.
+    /// `tolerance_bytes` (`decode +6.3 GiB`), else just the name.
     pub fn label(&self, tolerance_bytes: u64) -> String {
         if self.swap_growth_bytes > tolerance_bytes {
             let growth = i64::try_from(self.swap_growth_bytes).unwrap_or(i64::MAX);
@@ -317,7 +317,7 @@ impl Visit {
 }
 
 /// The stages whose own swap growth passed `tolerance_bytes`, for a verdict's words:
-/// `denoise +3.5 GB, decode +6.3 GB`.
+/// `denoise +3.5 GiB, decode +6.3 GiB`.
 pub fn grew_swap(stages: &[StageFigures], tolerance_bytes: u64) -> Vec<&StageFigures> {
     stages
         .iter()

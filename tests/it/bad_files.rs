@@ -232,7 +232,7 @@ fn a_trace_without_samples_is_bad_input_and_a_long_one_plots_small() {
     assert_eq!(summary["swap_peak_bytes"].as_u64(), Some(9 << 30), "{out}");
     // The chart is drawn from the bounded series, which keeps the spike.
     let text = fs::read_to_string(&svg).unwrap();
-    assert!(text.contains("+8.0 GB, peak 9.0 GB"), "the spike is lost");
+    assert!(text.contains("+8.0 GiB, peak 9.0 GiB"), "the spike is lost");
 }
 
 #[test]

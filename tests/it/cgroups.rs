@@ -41,7 +41,7 @@ fn status_inside_a_limited_cgroup_shows_the_limit_and_the_host() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let line = stdout.lines().next().unwrap();
-    let want = format!("Memory   256 MB limit (cgroup {}), ", cg.cgroup_path());
+    let want = format!("Memory   256 MiB limit (cgroup {}), ", cg.cgroup_path());
     assert!(line.starts_with(&want), "{line}\nwanted {want}");
     assert!(
         line.contains("% free of it; host ") && line.contains("% free, pressure"),
@@ -59,7 +59,7 @@ fn status_inside_a_limited_cgroup_shows_the_limit_and_the_host() {
     let free = system["free_percent"].as_f64().unwrap();
     assert!(
         free > 50.0 && free <= 100.0,
-        "a small status in 256 MB: {free}"
+        "a small status in 256 MiB: {free}"
     );
     let host_total = system["cgroup"]["host_total_bytes"].as_u64().unwrap();
     assert!(host_total > 1 << 30, "the host is kept: {host_total}");
@@ -106,7 +106,7 @@ fn a_job_the_oom_killer_ends_does_not_fit() {
         "the job's own status\n{stderr}"
     );
     assert!(
-        stderr.contains("doesn't fit: killed by the OOM killer (limit 128 MB)"),
+        stderr.contains("doesn't fit: killed by the OOM killer (limit 128 MiB)"),
         "{stderr}"
     );
     assert!(!stderr.contains("fits:"), "{stderr}");
@@ -303,9 +303,9 @@ fn the_peak_of_an_allocation_faster_than_the_checks_is_the_kernels() {
         .and_then(|rest| rest.split(',').next())
         .unwrap_or_default()
         .to_string();
-    let mb: f64 = peak.trim_end_matches(" MB").parse().unwrap_or(0.0);
+    let mb: f64 = peak.trim_end_matches(" MiB").parse().unwrap_or(0.0);
     assert!(
-        peak.ends_with(" MB") && mb >= 300.0,
+        peak.ends_with(" MiB") && mb >= 300.0,
         "peak footprint {peak:?}\n{stderr}"
     );
 }

@@ -256,8 +256,8 @@ fn trace_summary_reproduces_the_published_table() {
             .unwrap(),
     ]);
     assert_eq!(c, Some(0), "{err}");
-    assert!(out.contains("decode           43.57 GB"), "{out}");
-    assert!(out.contains("setup            31.40 GB"), "{out}");
+    assert!(out.contains("decode           43.57 GiB"), "{out}");
+    assert!(out.contains("setup            31.40 GiB"), "{out}");
     let (c, out, _) = code(&[
         "trace",
         "summary",

@@ -93,7 +93,7 @@ fn status_text_is_human_readable() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("Memory "), "{text}");
-    assert!(text.contains(" GB total"), "{text}");
+    assert!(text.contains(" GiB total"), "{text}");
     assert!(text.contains("FOOTPRINT"), "{text}");
 }
 

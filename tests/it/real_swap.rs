@@ -579,7 +579,7 @@ fn a_live_guards_own_trace_replayed_stops_where_it_stopped() {
     let (code, out, err) = run_to_files(own);
     assert_eq!(code, Some(3), "{err}{out}");
     assert!(
-        err.contains("the run's own limits: swap budget 150 MB"),
+        err.contains("the run's own limits: swap budget 150 MiB"),
         "{err}"
     );
     let r: serde_json::Value = serde_json::from_str(&out).unwrap();

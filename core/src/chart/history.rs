@@ -42,7 +42,7 @@ const MARK_AHEAD_S: f64 = 10.0;
 const HISTORY_LABELS: [&str; 4] = ["free %", "swap", "compressed", "footprint"];
 
 /// Draws the popover chart of `points` (oldest first) as SVG: free % on the right axis
-/// (0–100), swap, compressed and watched footprint in GB on the left, time relative to now
+/// (0–100), swap, compressed and watched footprint in GiB on the left, time relative to now
 /// ("-20m" … "now"). Missing values break the lines. No points draws empty axes.
 pub fn history_chart_svg(
     points: &[Point],

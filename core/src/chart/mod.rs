@@ -1,7 +1,7 @@
 //! Charts of memory traces and history, drawn with plotters.
 //!
 //! [`trace_chart`] plots a recorded trace for reports (SVG or PNG): footprint and swap in use
-//! in GB on the left axis, free % on the right, stage starts as labelled lines, so that "the
+//! in GiB on the left axis, free % on the right, stage starts as labelled lines, so that "the
 //! footprint stays flat while swap grows" shows at a glance. [`history_chart_svg`] draws the
 //! popover's small history chart (free %, swap, compressed, watched footprint) as an SVG
 //! string in a light or dark palette; missing values break the lines instead of dropping to 0.

@@ -51,7 +51,7 @@ fn trace_svg_has_stages_legend_and_axes() {
     ] {
         assert!(svg.contains(label), "no legend label {label}");
     }
-    for desc in ["time (s)", "GB (footprint, swap in use)", "free memory %"] {
+    for desc in ["time (s)", "GiB (footprint, swap in use)", "free memory %"] {
         assert!(has_text(&svg, desc), "no axis description {desc}");
     }
     assert!(svg.contains("font-family=\"sans-serif\""));
@@ -242,14 +242,14 @@ fn history_chart_marks_stages_inside_its_span() {
         stages: vec![
             ("before the span".into(), first_ms - 60_000),
             ("load".into(), last_ms - 3_600_000),
-            ("decode +6.3 GB".into(), last_ms - 60_000),
+            ("decode +6.3 GiB".into(), last_ms - 60_000),
             ("<img src=x onerror=alert(1)>".into(), last_ms - 30_000),
         ],
         ..HistoryChartOptions::default()
     };
     let svg = history_chart_svg(&points, &opts).unwrap();
     assert!(has_text(&svg, "load"), "a stage inside the span is named");
-    assert!(has_text(&svg, "decode +6.3 GB"));
+    assert!(has_text(&svg, "decode +6.3 GiB"));
     assert!(
         !has_text(&svg, "before the span"),
         "outside the span: left out"

@@ -1,4 +1,4 @@
-//! The chart of a recorded trace, for reports and `trace plot`: footprint and swap in GB,
+//! The chart of a recorded trace, for reports and `trace plot`: footprint and swap in GiB,
 //! free % on the right axis, stage starts as labelled lines.
 
 use super::*;
@@ -62,7 +62,7 @@ pub fn bounded<'a>(samples: &[&'a SampleRecord], buckets: usize) -> Vec<&'a Samp
     kept
 }
 
-/// Plots a trace: footprint and swap in use (GB, left axis), free % (right axis), and stage
+/// Plots a trace: footprint and swap in use (GiB, left axis), free % (right axis), and stage
 /// starts (`stages` as from [`crate::summary::stage_windows`]; non-finite times are skipped).
 /// Samples are sorted by time first, and a long trace is drawn from a bounded series
 /// (`bounded`). An empty trace is [`ChartError::EmptyTrace`].
@@ -120,9 +120,9 @@ fn draw_trace<DB: DrawingBackend>(
     let (foot_peak, swap_peak) = (peak(|s| s.footprint), peak(|s| s.swap_used));
     let swap_growth = swap_peak - samples.first().map_or(0.0, |s| gb(s.swap_used));
     let [free, swap, _, foot] = Metric::ALL.map(|m| pal.line(m));
-    let swap_label = format!("swap in use ({swap_growth:+.1} GB, peak {swap_peak:.1} GB)");
+    let swap_label = format!("swap in use ({swap_growth:+.1} GiB, peak {swap_peak:.1} GiB)");
     let items = [
-        (format!("footprint (peak {foot_peak:.1} GB)"), foot, false),
+        (format!("footprint (peak {foot_peak:.1} GiB)"), foot, false),
         (swap_label, swap, false),
         ("free memory % (right axis)".to_string(), free, true),
     ];
@@ -135,7 +135,7 @@ fn draw_trace<DB: DrawingBackend>(
         x: t0..t1,
         y_max,
         sizes: [px(12.0), px(12.0), px(8.0), px(52.0), px(70.0), px(72.0)].map(|v| v as u32),
-        descs: ["time (s)", "GB (footprint, swap in use)", "free memory %"],
+        descs: ["time (s)", "GiB (footprint, swap in use)", "free memory %"],
         fmts: [
             &|v| fmt(v, t1 - t0 < 10.0),
             &|v| fmt(v, y_max < 10.0),

@@ -219,7 +219,7 @@ fn the_waiting_reason_says_the_need_the_room_and_the_reservation() {
     let reason = decide(&me, &others, memory(20, 2)).unwrap_err();
     assert_eq!(
         reason.to_string(),
-        "needs 12 GB, 8.0 GB free above the floor (10 GB held for jobs just started); 1st in line"
+        "needs 12 GiB, 8.0 GiB free above the floor (10 GiB held for jobs just started); 1st in line"
     );
     let behind = decide(
         &place(2, Some(4), None),

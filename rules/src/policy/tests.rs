@@ -252,11 +252,11 @@ fn verdicts() {
     assert_eq!(v.duration, Duration::from_millis(900));
     assert_eq!(
         v.to_string(),
-        "fits: swap +64 MB, peak footprint 5.0 GB, lowest free 40%, 900 ms, exited with code 0"
+        "fits: swap +64 MiB, peak footprint 5.0 GiB, lowest free 40%, 900 ms, exited with code 0"
     );
     let v = job.verdict(63 * MIB, EndReason::Exited { code: 1 });
     assert!(!v.fits);
-    assert!(v.to_string().starts_with("doesn't fit: swap +64 MB"));
+    assert!(v.to_string().starts_with("doesn't fit: swap +64 MiB"));
     let stopped = job.verdict(
         GIB,
         EndReason::Stopped {
@@ -352,7 +352,7 @@ fn reasons_read_well() {
         growth_bytes: 7 * GIB / 2,
         budget_bytes: 3 * GIB,
     };
-    assert_eq!(r.to_string(), "swap grew 3.5 GB (budget 3.0 GB)");
+    assert_eq!(r.to_string(), "swap grew 3.5 GiB (budget 3.0 GiB)");
     let w = WaitReason::LowFree {
         free_percent: 22.4,
         need_percent: 40.0,
@@ -461,12 +461,12 @@ fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
                                     // (compressed GiB per reading, free % per reading, expected words)
     let cases: &[(&[u64], &[f64], Option<&str>)] = &[
         (&[1, 2, 3], &[60.0, 50.0, 55.0], None),
-        (&[1, 4, 2], &[60.0, 50.0, 55.0], Some("compressed +3.0 GB")),
+        (&[1, 4, 2], &[60.0, 50.0, 55.0], Some("compressed +3.0 GiB")),
         (&[1, 1, 1], &[60.0, 8.0, 55.0], Some("lowest free 8%")),
         (
             &[0, 7, 7],
             &[30.0, 15.0, 19.0],
-            Some("compressed +7.0 GB, lowest free 15%"),
+            Some("compressed +7.0 GiB, lowest free 15%"),
         ),
     ];
     for (compressed, free, want) in cases {
@@ -504,7 +504,7 @@ fn tight_when_compressed_grew_or_free_fell_though_swap_did_not() {
     assert!(v.fits);
     assert!(
         v.to_string()
-            .starts_with("tight: compressed +6.2 GB, lowest free 8%; swap +0 B"),
+            .starts_with("tight: compressed +6.2 GiB, lowest free 8%; swap +0 B"),
         "{v}"
     );
 }
@@ -531,7 +531,7 @@ fn an_oom_kill_is_a_verdict_only_with_sigkill_and_a_rising_count() {
     assert!(
         killed
             .to_string()
-            .starts_with("doesn't fit: killed by the OOM killer (limit 128 MB); swap +0 B"),
+            .starts_with("doesn't fit: killed by the OOM killer (limit 128 MiB); swap +0 B"),
         "{killed}"
     );
     // A SIGKILL from someone else, with no OOM kill meanwhile: the job's own end.

@@ -114,7 +114,7 @@ pub(super) fn prediction_of(
         .map_err(|e| e.to_string())
 }
 
-/// "needs about 29.1 GB (4 runs, last 2 days; 1 did not fit)".
+/// "needs about 29.1 GiB (4 runs, last 2 days; 1 did not fit)".
 pub(super) fn basis(p: &Prediction) -> String {
     let runs = if p.runs == 1 {
         "1 run".to_string()
@@ -133,7 +133,7 @@ pub(super) fn basis(p: &Prediction) -> String {
     text
 }
 
-/// A run's prediction, for its verdict line: "needed 12.1 GB, predicted 13.0 GB".
+/// A run's prediction, for its verdict line: "needed 12.1 GiB, predicted 13.0 GiB".
 #[derive(Debug, Clone, Copy)]
 pub struct Compared {
     /// The predicted need, bytes.

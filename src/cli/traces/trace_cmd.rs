@@ -234,7 +234,7 @@ fn summary_text(s: &Summary) -> String {
         for stage in &s.stages {
             let peak = stage.peak_footprint_bytes.map_or_else(
                 || "–".to_string(),
-                |b| format!("{:.2} GB", b as f64 / (1u64 << 30) as f64),
+                |b| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
             );
             let swap = s.stage_swap.iter().find(|f| f.stage == stage.stage);
             let (growth, cumulative, lowest) = swap.map_or_else(
