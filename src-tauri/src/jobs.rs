@@ -233,22 +233,33 @@ pub fn spare<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> 
     if lock(&state.monitor).jobs.is_paused(job_id) {
         act(app, job_id, Control::Resume)?;
     }
-    release(&state, job_id)
+    release(app, job_id)
 }
 
-/// Stops watching or guarding job `job_id` (its processes keep running); refused while it
-/// is paused: a paused job is never let go.
-pub fn release(state: &AppState, job_id: u64) -> Result<(), String> {
-    let removed = lock(&state.monitor).jobs.remove(job_id);
-    let identity = removed.map_err(|e| match e {
-        engine::RequestError::AlreadyPaused(_) => {
-            "it is paused: resume or stop it first (a paused job is never let go)".to_string()
-        }
-        _ => "the job is gone".to_string(),
-    })?;
+/// Stops watching or guarding job `job_id` (its processes keep running), through the one
+/// step ([`Input::Release`]); refused while it is paused: a paused job is never let go.
+pub fn release<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> {
+    let state = app
+        .try_state::<AppState>()
+        .ok_or_else(|| "Headroom is shutting down".to_string())?;
+    let identity = lock(&state.monitor)
+        .jobs
+        .view(job_id)
+        .map(|view| ProcessIdentity {
+            pid: view.pid,
+            start_time: view.start_time,
+        })
+        .ok_or_else(|| "the job is gone".to_string())?;
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    step(app, Input::Release { job: job_id, reply })
+        .ok_or_else(|| "Headroom is shutting down".to_string())?;
+    answer
+        .try_recv()
+        .unwrap_or_else(|_| Err("the request was not answered".into()))?;
+    // What the app holds of the job besides the engine: the sampler's tracking, its saved
+    // state (the step published the job files).
     state.sampler.untrack(identity);
-    crate::persist::job_removed(state, identity);
-    crate::jobfiles::publish(state);
+    crate::persist::job_removed(&state, identity);
     Ok(())
 }
 

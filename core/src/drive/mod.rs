@@ -119,6 +119,15 @@ pub enum Input {
         /// Where the answer goes.
         reply: Reply,
     },
+    /// The app lets job `job` go ("Spare it", Unwatch, Unguard): it is no longer watched or
+    /// guarded, its processes run on. Refused while it is paused (a paused job is never let
+    /// go). Only the app makes this input: no socket line asks for it.
+    Release {
+        /// The job, by the engine's id.
+        job: u64,
+        /// Where the answer goes.
+        reply: Reply,
+    },
     /// Process `peer` ended the stage its job is in.
     EndStage {
         /// Who sent it.

@@ -7,7 +7,7 @@
 //!
 //! Inputs about a job are routed by the engine's own word: a request by the pid of the
 //! job's leader ([`Engine::job_with_root`]), a mark, hello or report by the job whose
-//! members include the sender ([`Engine::job_of`]). Inputs only a driver of one job has
+//! members include the sender ([`Engine::job_of`]); the app letting a job go, by its id. Inputs only a driver of one job has
 //! (its leader's exit, its own signals, the terminal's keys, the end of a trace) go to
 //! that job, `own`.
 
@@ -17,7 +17,7 @@ use super::{Input, Reply};
 use crate::sampler::Sample;
 use crate::socket::{not_here, Request};
 use headroom_model::effects::Control;
-use headroom_rules::engine::{Action, Engine, Moment};
+use headroom_rules::engine::{Action, Engine, Moment, RequestError};
 
 /// What one input did.
 #[derive(Debug, Default)]
@@ -77,6 +77,17 @@ pub fn step(engine: &mut Engine, own: Option<u64>, input: Input, now: Moment) ->
             let ended = actions.is_empty().then(|| "the job has ended".to_string());
             (ended, actions)
         }),
+        Input::Release { job, reply } => {
+            let answer = engine.remove(job).map(drop).map_err(|e| match e {
+                RequestError::AlreadyPaused(_) => {
+                    "it is paused: resume or stop it first (a paused job is never let go)"
+                        .to_string()
+                }
+                _ => "the job is gone".to_string(),
+            });
+            let _ = reply.try_send(answer);
+            Vec::new()
+        }
         Input::LeaderExit(exit) => {
             if let Some(job) = own {
                 engine.set_exit(job, exit);

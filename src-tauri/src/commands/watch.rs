@@ -8,7 +8,7 @@ use headroom_os::counters::CounterSource;
 use headroom_os::members::{MemberSet, Members};
 use headroom_rules::engine::{JobMode, JobSpec, StartMemory};
 use headroom_rules::policy::Limits;
-use tauri::State;
+use tauri::{AppHandle, Runtime, State};
 
 use super::job_rows::{external_jobs, ui_job, UiJob, UiRecentJob, RECENT_JOBS};
 use crate::error::CommandResult;
@@ -96,8 +96,8 @@ pub fn named_key(key: Option<String>) -> Option<String> {
 
 /// Stop watching or guarding a job (never stops its process).
 #[tauri::command]
-pub fn release(state: State<'_, AppState>, id: String) -> CommandResult<()> {
-    Ok(crate::jobs::release(&state, crate::jobs::job_id(&id)?)?)
+pub fn release<R: Runtime>(app: AppHandle<R>, id: String) -> CommandResult<()> {
+    Ok(crate::jobs::release(&app, crate::jobs::job_id(&id)?)?)
 }
 
 /// The jobs that ended last, newest first, from the history database ("Recent verdicts");
