@@ -349,3 +349,95 @@ fn a_full_disk_mid_run_drops_the_trace_and_keeps_guarding() {
     );
     assert!(err.contains(": fits: swap +"), "no verdict: {err}");
 }
+
+#[test]
+fn serve_beside_three_guards_recording_at_once_sees_each_job_and_spoils_no_trace() {
+    // Not tried before (issue 42): `headroom serve` scraping while three guards write their
+    // traces and job files in the same Headroom folder. Every scrape answers; each job shows
+    // with its own label while it runs; every trace reads whole afterwards.
+    use std::io::{Read, Write};
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = Command::new(support::headroom_bin())
+        .args(["serve", "--listen", &listen, "--interval", "0.2s"])
+        .env("HEADROOM_HOME", home.path())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let scrape = || -> Option<String> {
+        let mut stream = std::net::TcpStream::connect(&listen).ok()?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body).ok()?;
+        body.contains("headroom_memory_total_bytes").then_some(body)
+    };
+    assert!(
+        wait_until(Duration::from_secs(20), || scrape().is_some()),
+        "serve never answered"
+    );
+    let traces: Vec<_> = (0..3)
+        .map(|i| home.path().join(format!("t{i}.jsonl")))
+        .collect();
+    let guards: Vec<_> = traces
+        .iter()
+        .map(|trace| {
+            let mut cmd = Command::new(support::headroom_bin());
+            support::default_keys(&mut cmd);
+            cmd.env("HEADROOM_HOME", home.path())
+                .env("HEADROOM_JOB_CGROUP", "off")
+                .args(["guard", "--wait-free", "0", "--poll", "0.1s", "--trace"])
+                .arg(trace)
+                .args(["--", "sleep", "3"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let leaders = |body: &str| -> std::collections::HashSet<String> {
+        body.lines()
+            .filter(|l| l.starts_with("headroom_job_state{"))
+            .filter_map(|l| {
+                l.split("job=\"")
+                    .nth(1)?
+                    .split('"')
+                    .next()
+                    .map(str::to_string)
+            })
+            .collect()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut scrapes = 0;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        let body = scrape().expect("every scrape answers while the guards write");
+        seen.extend(leaders(&body));
+        scrapes += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for g in guards {
+        let out = g.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert!(seen.len() >= 3, "{scrapes} scrapes saw jobs {seen:?}");
+    for trace in &traces {
+        let (c, out, err) = run(&["trace", "summary", "--json", trace.to_str().unwrap()]);
+        assert_eq!(c, Some(0), "{}: {err}", trace.display());
+        let summary: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(summary["samples"].as_u64().unwrap_or(0) > 5, "{summary}");
+        assert_eq!(summary["ended"], true, "{summary}");
+    }
+}

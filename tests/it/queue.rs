@@ -1,5 +1,5 @@
 //! `guard --wait-fit` and its queue, with real guards: two jobs that each need 60 % of the
-//! room never run at once (20 tries, reservations); the queue listed in turn; a waiting guard
+//! room never run at once (20 tries, reservations), nor three while the queue is listed; the queue listed in turn; a waiting guard
 //! taken out with `headroom stop` or Ctrl-C, and one killed outright, leave no place behind;
 //! a key with no past run falls back to `--wait-free` and says so.
 
@@ -180,6 +180,86 @@ fn two_guards_that_each_need_60_percent_of_the_room_never_both_start() {
         assert!(
             a_end < b_start || b_end < a_start,
             "try {attempt}: both ran at once\n{times:?}\n{said}"
+        );
+        assert_no_state(home.path());
+    }
+}
+
+#[test]
+fn three_guards_race_for_one_reservation_while_the_queue_is_listed() {
+    // Not tried before (issue 42): three `--wait-fit` guards that each need 60 % of the room
+    // start at once while `headroom queue --json` lists the line in a loop. One job runs at
+    // a time, every listing reads (never a half-written place), at most one place is
+    // admitted in any listing, and no place is left.
+    let home = tempfile::tempdir().unwrap();
+    let key = "race";
+    seed(home.path(), key, room_bytes() / 2);
+    let need = predicted_bytes(home.path(), key);
+    let room = room_bytes();
+    assert!(
+        need < room && 2 * need > room,
+        "the test's premise: each fits alone, two do not (need {need}, room {room})"
+    );
+    let log = home.path().join("log");
+    let log_text = log.display().to_string();
+    let job = |tag: &str| {
+        format!(
+            "echo {tag} start $(date +%s%N) >> {log_text}; sleep 0.4; \
+             echo {tag} end $(date +%s%N) >> {log_text}"
+        )
+    };
+    for attempt in 0..3 {
+        std::fs::write(&log, "").unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let lister = {
+            let (home, done) = (home.path().to_path_buf(), std::sync::Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut listings = 0;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let list = queued(&home);
+                    let admitted = list.iter().filter(|p| p["state"] != "waiting").count();
+                    assert!(admitted <= 1, "two admitted at once: {list:?}");
+                    listings += 1;
+                }
+                listings
+            })
+        };
+        let guards: Vec<Child> = ["a", "b", "c"]
+            .iter()
+            .map(|tag| {
+                guard(
+                    home.path(),
+                    key,
+                    &["--no-history"],
+                    &["sh", "-c", &job(tag)],
+                )
+            })
+            .collect();
+        for g in guards {
+            let out = g.wait_with_output().unwrap();
+            assert!(out.status.success(), "try {attempt}: {}", text(&out));
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let listings = lister.join().unwrap();
+        assert!(listings > 0, "try {attempt}: the queue was never listed");
+        let mut spans: Vec<(u128, u128)> = ["a", "b", "c"]
+            .iter()
+            .map(|tag| {
+                let at = |what: &str| -> u128 {
+                    std::fs::read_to_string(&log)
+                        .unwrap()
+                        .lines()
+                        .find(|l| l.starts_with(&format!("{tag} {what} ")))
+                        .and_then(|l| l.split(' ').nth(2)?.parse().ok())
+                        .unwrap()
+                };
+                (at("start"), at("end"))
+            })
+            .collect();
+        spans.sort_unstable();
+        assert!(
+            spans.windows(2).all(|w| w[0].1 < w[1].0),
+            "try {attempt}: two ran at once: {spans:?}"
         );
         assert_no_state(home.path());
     }

@@ -48,10 +48,11 @@ pub fn headroom() -> Command {
     cmd
 }
 
-/// Starts `cmd` with SIGINT and SIGQUIT handled by default, whatever this test process
-/// inherited: a suite started in the background by a non-interactive shell has them ignored,
-/// and a guard keeps an ignored signal ignored (as a shell's background job expects), so a
-/// test that sends one would wait forever.
+/// Starts `cmd` with SIGINT, SIGQUIT and SIGHUP handled by default, whatever this test
+/// process inherited: a suite started in the background by a non-interactive shell has the
+/// first two ignored, one under `nohup` the third, and a guard keeps an ignored signal
+/// ignored (as a shell's background job expects), so a test that sends one (or counts on
+/// the kernel's SIGHUP to an orphaned, stopped process group) would wait forever.
 pub fn default_keys(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: between fork and exec only async-signal-safe calls are allowed; signal(2) is
@@ -60,6 +61,7 @@ pub fn default_keys(cmd: &mut Command) {
         cmd.pre_exec(|| {
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
             Ok(())
         });
     }
