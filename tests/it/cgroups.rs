@@ -923,7 +923,6 @@ fn a_user_given_a_v2_cgroup_runs_the_job_in_one_of_its_own_frozen_and_stopped_wh
 
 #[test]
 fn serve_inside_a_limited_cgroup_reports_the_limit_with_its_scope() {
-    use std::io::{Read, Write};
     let Some(_lock) = real_swap_lock() else {
         return;
     };
@@ -949,15 +948,7 @@ fn serve_inside_a_limited_cgroup_reports_the_limit_with_its_scope() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let scrape = || -> Option<String> {
-        let mut stream = std::net::TcpStream::connect(&listen).ok()?;
-        stream
-            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .ok()?;
-        let mut body = String::new();
-        stream.read_to_string(&mut body).ok()?;
-        body.contains("headroom_memory_total_bytes").then_some(body)
-    };
+    let scrape = || support::scrape_metrics(&listen);
     let mut body = None;
     assert!(
         support::wait_until(std::time::Duration::from_secs(20), || {

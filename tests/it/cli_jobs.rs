@@ -355,7 +355,6 @@ fn serve_beside_three_guards_recording_at_once_sees_each_job_and_spoils_no_trace
     // Not tried before (issue 42): `headroom serve` scraping while three guards write their
     // traces and job files in the same Headroom folder. Every scrape answers; each job shows
     // with its own label while it runs; every trace reads whole afterwards.
-    use std::io::{Read, Write};
     let home = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -369,15 +368,7 @@ fn serve_beside_three_guards_recording_at_once_sees_each_job_and_spoils_no_trace
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let scrape = || -> Option<String> {
-        let mut stream = std::net::TcpStream::connect(&listen).ok()?;
-        stream
-            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .ok()?;
-        let mut body = String::new();
-        stream.read_to_string(&mut body).ok()?;
-        body.contains("headroom_memory_total_bytes").then_some(body)
-    };
+    let scrape = || support::scrape_metrics(&listen);
     assert!(
         wait_until(Duration::from_secs(20), || scrape().is_some()),
         "serve never answered"

@@ -1,6 +1,7 @@
 //! `guard --wait-fit` and its queue, with real guards: two jobs that each need 60 % of the
-//! room never run at once (20 tries, reservations), nor three while the queue is listed; the queue listed in turn; a waiting guard
-//! taken out with `headroom stop` or Ctrl-C, and one killed outright, leave no place behind;
+//! room never run at once (20 tries, reservations), nor three while the queue is listed; the
+//! queue listed in turn; a waiting guard taken out with `headroom stop` or Ctrl-C, and one
+//! killed outright, leave no place behind;
 //! a key with no past run falls back to `--wait-free` and says so.
 
 #![cfg(target_os = "linux")]
@@ -107,6 +108,27 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Gives `key` a past run that needs about 60 % of the room now: each such job fits alone,
+/// two do not (the premise of the tests that race them, asserted).
+fn seed_sixty_percent(home: &Path, key: &str) {
+    seed(home, key, room_bytes() / 2);
+    let need = predicted_bytes(home, key);
+    let room = room_bytes();
+    assert!(
+        need < room && 2 * need > room,
+        "the test's premise: each fits alone, two do not (need {need}, room {room})"
+    );
+}
+
+/// A shell job that writes `TAG start NS` and, `seconds` later, `TAG end NS` to `log`.
+fn logged_job(log: &Path, tag: &str, seconds: f64) -> String {
+    let log = log.display();
+    format!(
+        "echo {tag} start $(date +%s%N) >> {log}; sleep {seconds}; \
+         echo {tag} end $(date +%s%N) >> {log}"
+    )
+}
+
 /// No place left in the queue's folder (the lock file may stay).
 fn assert_no_state(home: &Path) {
     let dir = home.join("state/queue");
@@ -125,23 +147,11 @@ fn assert_no_state(home: &Path) {
 fn two_guards_that_each_need_60_percent_of_the_room_never_both_start() {
     let home = tempfile::tempdir().unwrap();
     let key = "sixty";
-    seed(home.path(), key, room_bytes() / 2);
-    let need = predicted_bytes(home.path(), key);
-    let room = room_bytes();
-    assert!(
-        need < room && 2 * need > room,
-        "the test's premise: each fits alone, two do not (need {need}, room {room})"
-    );
+    seed_sixty_percent(home.path(), key);
     let log = home.path().join("log");
-    let log_text = log.display().to_string();
     // Each job holds almost nothing: free memory stays as large as it was, and only the
     // reservation of the one admitted first keeps the other out.
-    let job = |tag: &str| {
-        format!(
-            "echo {tag} start $(date +%s%N) >> {log_text}; sleep 0.5; \
-             echo {tag} end $(date +%s%N) >> {log_text}"
-        )
-    };
+    let job = |tag: &str| logged_job(&log, tag, 0.5);
     for attempt in 0..20 {
         std::fs::write(&log, "").unwrap();
         let (job_a, job_b) = (job("a"), job("b"));
@@ -193,21 +203,9 @@ fn three_guards_race_for_one_reservation_while_the_queue_is_listed() {
     // admitted in any listing, and no place is left.
     let home = tempfile::tempdir().unwrap();
     let key = "race";
-    seed(home.path(), key, room_bytes() / 2);
-    let need = predicted_bytes(home.path(), key);
-    let room = room_bytes();
-    assert!(
-        need < room && 2 * need > room,
-        "the test's premise: each fits alone, two do not (need {need}, room {room})"
-    );
+    seed_sixty_percent(home.path(), key);
     let log = home.path().join("log");
-    let log_text = log.display().to_string();
-    let job = |tag: &str| {
-        format!(
-            "echo {tag} start $(date +%s%N) >> {log_text}; sleep 0.4; \
-             echo {tag} end $(date +%s%N) >> {log_text}"
-        )
-    };
+    let job = |tag: &str| logged_job(&log, tag, 0.4);
     for attempt in 0..3 {
         std::fs::write(&log, "").unwrap();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -517,3 +517,16 @@ impl Drop for SmallTmpfs {
         let _ = Command::new("umount").arg(&self.dir).status();
     }
 }
+
+/// `GET /metrics` of a `headroom serve` at `listen`: the body, once it has the memory's
+/// figures (`None` until it answers with them).
+pub fn scrape_metrics(listen: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(listen).ok()?;
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    stream.read_to_string(&mut body).ok()?;
+    body.contains("headroom_memory_total_bytes").then_some(body)
+}
