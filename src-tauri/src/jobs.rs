@@ -207,9 +207,7 @@ fn act_for<R: Runtime>(
     control: Control,
     asker: Option<u32>,
 ) -> Result<(), String> {
-    let state = app
-        .try_state::<AppState>()
-        .ok_or_else(|| "Headroom is shutting down".to_string())?;
+    let state = state_of(app)?;
     let pid = lock(&state.monitor)
         .jobs
         .view(job_id)
@@ -224,12 +222,16 @@ fn act_for<R: Runtime>(
     Ok(())
 }
 
+/// The app's state, unless the app shuts down.
+fn state_of<R: Runtime>(app: &AppHandle<R>) -> Result<tauri::State<'_, AppState>, String> {
+    app.try_state::<AppState>()
+        .ok_or_else(|| "Headroom is shutting down".to_string())
+}
+
 /// Spares job `job_id` ("Spare it"): it is no longer guarded; its processes keep running. A
 /// paused job is resumed first, never let go while stopped.
 pub fn spare<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> {
-    let state = app
-        .try_state::<AppState>()
-        .ok_or_else(|| "Headroom is shutting down".to_string())?;
+    let state = state_of(app)?;
     if lock(&state.monitor).jobs.is_paused(job_id) {
         act(app, job_id, Control::Resume)?;
     }
@@ -239,9 +241,7 @@ pub fn spare<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> 
 /// Stops watching or guarding job `job_id` (its processes keep running), through the one
 /// step ([`Input::Release`]); refused while it is paused: a paused job is never let go.
 pub fn release<R: Runtime>(app: &AppHandle<R>, job_id: u64) -> Result<(), String> {
-    let state = app
-        .try_state::<AppState>()
-        .ok_or_else(|| "Headroom is shutting down".to_string())?;
+    let state = state_of(app)?;
     let identity = lock(&state.monitor)
         .jobs
         .view(job_id)

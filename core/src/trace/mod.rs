@@ -133,16 +133,6 @@ pub struct EventRecord {
     pub what: Reported,
 }
 
-impl EventRecord {
-    /// An event of `kind` at `t` with nothing else said.
-    pub fn bare(kind: &str, t: f64) -> Self {
-        EventRecord {
-            t,
-            what: Reported::bare(kind),
-        }
-    }
-}
-
 /// The time a `start` record's `utc` names (RFC 3339 UTC, `+00:00` or `Z`), if it is one.
 pub fn parse_utc(text: &str) -> Option<SystemTime> {
     let stem = text.strip_suffix("+00:00").unwrap_or(text);

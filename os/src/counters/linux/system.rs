@@ -95,11 +95,7 @@ fn host_memory(proc_root: &Path) -> Result<SystemCounters> {
     let available_kib = mem
         .available_kib
         .unwrap_or(mem.free_kib.saturating_add(mem.cached_kib));
-    let free_percent = if total_bytes == 0 {
-        0.0
-    } else {
-        (kib(available_kib) as f64 * 100.0 / total_bytes as f64).min(100.0)
-    };
+    let free_percent = free_percent(kib(available_kib), total_bytes);
     // The rest (pressure, page and swap counts, OOM kills, the cgroup) is read elsewhere.
     Ok(SystemCounters {
         total_bytes,
@@ -124,11 +120,7 @@ fn host_from_sysinfo(last: &SystemCounters) -> Option<SystemCounters> {
     let reclaimable_bytes = last.reclaimable_bytes?;
     let ram = ram_and_swap().ok()?;
     let available_bytes = ram.free_ram_bytes.saturating_add(reclaimable_bytes);
-    let free_percent = if ram.total_ram_bytes == 0 {
-        0.0
-    } else {
-        (available_bytes as f64 * 100.0 / ram.total_ram_bytes as f64).min(100.0)
-    };
+    let free_percent = free_percent(available_bytes, ram.total_ram_bytes);
     Some(SystemCounters {
         total_bytes: ram.total_ram_bytes,
         free_percent,
@@ -140,6 +132,15 @@ fn host_from_sysinfo(last: &SystemCounters) -> Option<SystemCounters> {
         reclaimable_bytes: Some(reclaimable_bytes),
         ..SystemCounters::default()
     })
+}
+
+/// `available_bytes` as a percentage of `total_bytes` (at most 100; 0 of nothing).
+fn free_percent(available_bytes: u64, total_bytes: u64) -> f64 {
+    if total_bytes == 0 {
+        0.0
+    } else {
+        (available_bytes as f64 * 100.0 / total_bytes as f64).min(100.0)
+    }
 }
 
 /// What `sysinfo(2)` says of memory and swap, bytes.
