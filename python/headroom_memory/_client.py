@@ -1,6 +1,6 @@
 """The one connection of this process to its job's guard, reused by every mark.
 
-Protocol version 2 (documented in ``core/src/marks/mod.rs``): a hello, then one request line
+Protocol version 2 (documented in ``core/src/socket/mod.rs``): a hello, then one request line
 after another on the same connection, each answered in order, and the guard's pushes (its
 warning) in between. A mark does not wait for its answer: it is sent, and the guard takes it
 in order, with the moment it reads it (microseconds later; a round trip would cost the job a
