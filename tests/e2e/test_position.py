@@ -43,6 +43,9 @@ def test_the_popover_fits_on_small_screens(width, height, port):
         while not os.path.exists(f"/tmp/.X11-unix/X{display}") and time.time() < deadline:
             time.sleep(0.1)
         _wait_port(port)
+        # tauri-driver hands the session to WebKitWebDriver: a session asked for before that
+        # listens is dropped ("Remote end closed connection without response").
+        _wait_port(port + 1)
         opts = ArgOptions()
         opts.set_capability("tauri:options", {"application": os.path.join(TARGET, "debug/headroom-app"),
                                               "args": ["--show"]})
