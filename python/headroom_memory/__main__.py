@@ -1,6 +1,12 @@
 """``python -m headroom_memory [-m MODULE | SCRIPT] [ARGS...]``: runs a Python program with
 automatic stages and no change to its code, as ``python -m cProfile`` runs one profiled.
 
+``python -m headroom_memory COMMAND [ARGS...]``, where COMMAND is one of the tool's commands
+(``guard``, ``status``, ``fit``...: :data:`COMMANDS`), runs the tool itself: this package's own
+binary, found by path (:func:`headroom_memory.binary_path`), in this process's place, so it
+works whatever another package did to the ``headroom`` command. A script whose file is called
+like a command is run as ``./NAME``.
+
 Under ``headroom guard -- python -m headroom_memory gen.py`` every PyTorch module called
 while no other module runs starts a stage named after its class
 (:func:`headroom_memory.pytorch.watch_calls`), so the verdict names the component that grew
@@ -14,7 +20,36 @@ import os
 import runpy
 import sys
 
-USAGE = "usage: python -m headroom_memory [-m MODULE | SCRIPT] [ARGS...]"
+from ._binary import binary_path
+from ._errors import HeadroomError
+
+#: The tool's commands (``headroom --help``), and its options that answer by themselves.
+COMMANDS = (
+    "status", "record", "guard", "watch", "mark", "resume", "pause", "stop", "serve",
+    "trace", "history", "fit", "queue", "help", "--version", "-V",
+)
+
+USAGE = (
+    "usage: python -m headroom_memory [-m MODULE | SCRIPT] [ARGS...]\n"
+    "       python -m headroom_memory COMMAND [ARGS...]   (the headroom tool: "
+    + ", ".join(c for c in COMMANDS if not c.startswith("-"))
+    + ")"
+)
+
+
+def run_tool(argv: list[str]) -> int:
+    """Runs this package's binary with ``argv`` in this process's place (exec: the same pid,
+    so a guard's signals and a shell's job control reach the tool). Returns only when the
+    binary cannot be found or run: 127, as a shell does."""
+    binary = "headroom-memory"
+    try:
+        binary = str(binary_path())
+        os.execv(binary, [binary, *argv])
+    except HeadroomError as e:
+        print(f"python -m headroom_memory: {e}", file=sys.stderr)
+    except OSError as e:
+        print(f"python -m headroom_memory: cannot run {binary}: {e.strerror}", file=sys.stderr)
+    return 127
 
 
 def main(argv: list[str]) -> int:
@@ -22,6 +57,8 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
+    if argv[0] in COMMANDS:
+        return run_tool(argv)
     if importlib.util.find_spec("torch") is not None:
         from .pytorch import watch_calls
 

@@ -1,7 +1,9 @@
 """Another package's `headroom` command in the same venv (headroom-ai installs one): pip
-writes both to <venv>/bin/headroom, the later install wins. The package then refuses to run
-the other program as its binary and says how to get its own back. A stand-in distribution
-with a `headroom` console script plays headroom-ai (a wheel made here, installed offline)."""
+writes both to <venv>/bin/headroom, the later install wins, and uninstalling either deletes
+the file. The wheel's own `headroom-memory` command (the same tool, a name no other package
+installs) and `python -m headroom_memory COMMAND` keep working whichever was installed first
+and whichever is uninstalled. A stand-in distribution with a `headroom` console script plays
+headroom-ai (a wheel made here, installed offline)."""
 
 from __future__ import annotations
 
@@ -41,30 +43,90 @@ def stand_in_wheel(folder: Path) -> Path:
     return wheel
 
 
-def test_another_headroom_command_over_ours_is_refused_clearly(tmp_path: Path) -> None:
+class Venv:
+    """A fresh venv with pip that installs offline."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+        self.bin = root / "bin"
+
+    def pip(self, *args: str) -> None:
+        offline = ["--no-index"] if args[0] == "install" else []
+        subprocess.run([str(self.bin / "pip"), args[0], "-q", *offline,
+                        "--disable-pip-version-check", *args[1:]], check=True)
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
+
+    def ours_works(self) -> None:
+        """Our tool runs by its own name and through ``python -m``, and the package finds
+        its binary."""
+        own = self.run(str(self.bin / "headroom-memory"), "status", "--top", "1")
+        assert own.returncode == 0 and own.stdout.startswith("Memory"), own
+        module = self.run(str(self.bin / "python"), "-m", "headroom_memory", "status", "--top", "1")
+        assert module.returncode == 0 and module.stdout.startswith("Memory"), module
+        found = self.run(str(self.bin / "python"), "-c",
+                         "import headroom_memory as h; print(h.binary_path())")
+        assert found.stdout.strip() == str(self.bin / "headroom-memory"), found
+
+    def headroom_is(self) -> str:
+        """Whose program ``<venv>/bin/headroom`` is now: "ours", "other" or "none"."""
+        path = self.bin / "headroom"
+        if not path.exists():
+            return "none"
+        out = self.run(str(path), "--version")
+        if out.stdout.startswith("headroom "):
+            return "ours"
+        assert "the other headroom" in out.stdout, out
+        return "other"
+
+
+def wheels(tmp_path: Path) -> tuple[str, str]:
     wheel = os.environ.get("HEADROOM_TEST_WHEEL")
     if not wheel:
+        if os.environ.get("CI"):
+            pytest.fail("scripts/test-python passes the wheel under test in HEADROOM_TEST_WHEEL")
         pytest.skip("scripts/test-python passes the wheel under test in HEADROOM_TEST_WHEEL")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--disable-pip-version-check"]
-    subprocess.run([*pip, wheel], check=True)
-    check = [str(venv / "bin" / "python"), "-c",
-             "import headroom_memory as h\ntry:\n    print(h.binary_path())\n"
-             "except h.HeadroomError as e:\n    print('ERROR', e)"]
-    ours = subprocess.run(check, capture_output=True, text=True, check=True).stdout
-    assert ours.strip() == str(venv / "bin" / "headroom"), ours
-    # The other package installed after ours: its script is now <venv>/bin/headroom.
-    subprocess.run([*pip, str(stand_in_wheel(tmp_path))], check=True)
-    other = subprocess.run([str(venv / "bin" / "headroom")], capture_output=True, text=True)
-    assert other.stdout.strip() == "the other headroom"
-    said = subprocess.run(check, capture_output=True, text=True, check=True).stdout
-    assert said.startswith("ERROR ") and "another package installed a 'headroom'" in said, said
-    assert "pip install --force-reinstall headroom-memory" in said
-    # Reinstalled, ours is back (and the other package's command is gone).
-    subprocess.run([*pip, "--force-reinstall", "--no-deps", wheel], check=True)
-    back = subprocess.run(check, capture_output=True, text=True, check=True).stdout
-    assert back.strip() == str(venv / "bin" / "headroom"), back
-    status = subprocess.run([str(venv / "bin" / "headroom"), "status", "--top", "1"],
-                            capture_output=True, text=True)
-    assert status.returncode == 0 and status.stdout.startswith("Memory"), status
+    return wheel, str(stand_in_wheel(tmp_path))
+
+
+def test_the_wheel_installs_both_names_of_one_tool(tmp_path: Path) -> None:
+    ours, _ = wheels(tmp_path)
+    venv = Venv(tmp_path / "venv")
+    venv.pip("install", ours)
+    assert venv.headroom_is() == "ours"
+    venv.ours_works()
+    named = venv.run(str(venv.bin / "headroom-memory"), "--help")
+    assert "Usage: headroom-memory" in named.stdout, named.stdout
+
+
+@pytest.mark.parametrize("first", ["ours", "other"])
+@pytest.mark.parametrize("uninstalled", ["ours", "other"])
+def test_ours_survives_the_other_headroom_in_either_order(
+    tmp_path: Path, first: str, uninstalled: str
+) -> None:
+    ours, other = wheels(tmp_path)
+    venv = Venv(tmp_path / "venv")
+    order = [ours, other] if first == "ours" else [other, ours]
+    for wheel in order:
+        venv.pip("install", wheel)
+    # The last install owns `headroom`; ours works by its own name either way.
+    assert venv.headroom_is() == ("other" if first == "ours" else "ours")
+    venv.ours_works()
+    if uninstalled == "other":
+        venv.pip("uninstall", "-y", "headroom-ai-standin")
+        # pip deletes the paths a distribution's RECORD lists, whoever wrote them last:
+        # <venv>/bin/headroom is gone in both orders, and ours works by its own name.
+        assert venv.headroom_is() == "none"
+        venv.ours_works()
+    else:
+        venv.pip("uninstall", "-y", "headroom-memory")
+        assert not (venv.bin / "headroom-memory").exists()
+        gone = venv.run(str(venv.bin / "python"), "-m", "headroom_memory", "status")
+        assert gone.returncode != 0 and "No module named headroom_memory" in gone.stderr, gone
+        # The same rule: <venv>/bin/headroom was in our RECORD, so it is gone in both orders
+        # (the other package's reinstall brings its command back).
+        assert venv.headroom_is() == "none"
+        venv.pip("install", "--force-reinstall", "--no-deps", other)
+        assert venv.headroom_is() == "other"
