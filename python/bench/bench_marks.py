@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """What headroom-memory costs a job: one mark (sent to a real guard over the job's
-socket, protocol version 2), a mark outside any guard, and a forward pass of a PyTorch
-model with and without automatic stages (watch_modules: hooks on the top-level components
-only; watch_calls: the no-code-change path's global hook).
+socket, protocol version 2), a mark outside any guard, and a forward pass of two PyTorch
+models (tiny layers; a small transformer encoder) with and without automatic stages
+(watch_modules: hooks on the top-level components only; watch_calls: the no-code-change
+path, which takes its global hook off once it has found the components; and, for the
+record, a global hook left on every module call, as that path did before).
 
 Run with the installed package (a venv with the wheel, and torch for the forward passes):
 
@@ -48,6 +50,40 @@ def forward_ms(model, x, n: int) -> float:
     return statistics.median(times)
 
 
+def models():
+    """Two models, each as a factory: one of tiny layers (where a hook per module call costs
+    most) and a realistic one (a small transformer encoder), with an input for each."""
+    import torch
+
+    class Tiny(torch.nn.Module):
+        """200 Linear(8, 8) + ReLU pairs in 4 ModuleList blocks: 405 modules of almost no
+        arithmetic each, batch 1."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.blocks = torch.nn.ModuleList(
+                torch.nn.Sequential(*[m for _ in range(50)
+                                      for m in (torch.nn.Linear(8, 8), torch.nn.ReLU())])
+                for _ in range(4))
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+
+    def encoder() -> torch.nn.Module:
+        layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
+                                                 batch_first=True)
+        return torch.nn.TransformerEncoder(layer, num_layers=4)
+
+    return [
+        ("tiny layers: 4×50 Linear(8, 8)+ReLU, 405 modules, batch 1", Tiny,
+         torch.randn(1, 8)),
+        ("realistic: TransformerEncoder, 4 layers, d_model 256, 64 tokens", encoder,
+         torch.randn(1, 64, 256)),
+    ]
+
+
 def forwards() -> list[str]:
     try:
         import torch
@@ -56,44 +92,35 @@ def forwards() -> list[str]:
     from headroom_memory import pytorch
 
     torch.set_num_threads(1)
-
-    def component() -> torch.nn.Module:
-        layers = []
-        for _ in range(8):
-            layers += [torch.nn.Linear(256, 256), torch.nn.ReLU()]
-        return torch.nn.Sequential(*layers)
-
-    class Denoiser(torch.nn.Module):
-        """A transformer-sized stand-in called once per step, as a denoising loop does."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.blocks = torch.nn.ModuleList(component() for _ in range(4))
-
-        def forward(self, x):
-            for block in self.blocks:
-                x = block(x)
-            return x
-
-    x = torch.randn(16, 256)
-    rows = []
-    plain = Denoiser()
-    base = forward_ms(plain, x, 300)
-    rows.append(f"| forward pass, 4×8 Linear(256) (65 modules), no hooks | {base:.3f} ms | | |")
+    from torch.nn.modules.module import register_module_forward_pre_hook
 
     class Pipe:
         pass
 
-    pipe = Pipe()
-    pipe.transformer = Denoiser()
-    pytorch.watch_modules(pipe)
-    watched = forward_ms(pipe.transformer, x, 300)
-    rows.append(f"| same, watch_modules (1 hook: the top-level component) | {watched:.3f} ms | "
-                f"{100 * (watched - base) / base:+.1f} % | |")
+    rows = []
+    base = {}
+    for label, build, x in models():
+        base[label] = forward_ms(build(), x, 200)
+        rows.append(f"| forward pass, {label}, no hooks | {base[label]:.3f} ms | | |")
+        pipe = Pipe()
+        pipe.model = build()
+        pytorch.watch_modules(pipe)
+        t = forward_ms(pipe.model, x, 200)
+        rows.append(f"| same, `watch_modules` (a hook on the component) | {t:.3f} ms | "
+                    f"{100 * (t - base[label]) / base[label]:+.1f} % | |")
+        # What the no-code path cost before it took its global hook off: a global pre-hook
+        # that every module call passes.
+        handle = register_module_forward_pre_hook(lambda module, inputs: None)
+        t = forward_ms(build(), x, 200)
+        handle.remove()
+        rows.append(f"| same, a global pre-hook on every module call (the no-code path "
+                    f"before 2026-12-07) | {t:.3f} ms | "
+                    f"{100 * (t - base[label]) / base[label]:+.1f} % | |")
     pytorch.watch_calls()
-    globally = forward_ms(Denoiser(), x, 300)
-    rows.append(f"| same, python -m headroom_memory (global pre-hook) | {globally:.3f} ms | "
-                f"{100 * (globally - base) / base:+.1f} % | |")
+    for label, build, x in models():
+        t = forward_ms(build(), x, 200)
+        rows.append(f"| {label}, `python -m headroom_memory` (hooks on the components found) "
+                    f"| {t:.3f} ms | {100 * (t - base[label]) / base[label]:+.1f} % | |")
     return rows
 
 

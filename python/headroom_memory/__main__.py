@@ -7,10 +7,11 @@ binary, found by path (:func:`headroom_memory.binary_path`), in this process's p
 works whatever another package did to the ``headroom`` command. A script whose file is called
 like a command is run as ``./NAME``.
 
-Under ``headroom guard -- python -m headroom_memory gen.py`` every PyTorch module called
-while no other module runs starts a stage named after its class
-(:func:`headroom_memory.pytorch.watch_calls`), so the verdict names the component that grew
-swap. Without PyTorch installed the program just runs. Outside any guard nothing is marked.
+Under ``headroom guard -- python -m headroom_memory gen.py`` every top-level PyTorch module
+starts a stage named after its class when its work starts (``Class.method`` when it began in
+a method other than ``forward``: :func:`headroom_memory.pytorch.watch_calls`), so the verdict
+names the component that grew swap. Without PyTorch installed the program just runs.
+Outside any guard nothing is marked.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ from ._names import check_name
 
 _stack_lock = threading.Lock()
 _stack: list[tuple[object, str]] = []
+# The stage this process last marked (None after an end), whoever marked it: the user's own
+# marks, :class:`stage` and the automatic stages of :mod:`headroom_memory.pytorch` all pass
+# here, so an automatic stage knows whether it is still the current one.
+_last: list[str | None] = [None]
 
 
 def mark(name: str) -> bool:
@@ -33,12 +37,19 @@ def mark(name: str) -> bool:
     except (TypeError, ValueError) as e:
         _errors.warn(f"mark skipped: {e}", once=False)
         return False
+    _last[0] = checked
     return CLIENT.send({"stage": checked})
+
+
+def last_marked() -> str | None:
+    """The stage this process marked last (by any path), or None when none is under way."""
+    return _last[0]
 
 
 def end_stage() -> bool:
     """Ends the stage under way now: what follows belongs to no stage until the next mark.
     True once it is on its way to the guard, as :func:`mark`; never raises."""
+    _last[0] = None
     return CLIENT.send({"stage": None})
 
 
