@@ -12,20 +12,24 @@ guard's actions.
 The watch must not be a descendant of the process it guards (a guard never signals its own
 ancestors): it is started in the background of a shell that exits at once, so it is
 re-parented away from this process. It ends when the ``with`` block does; the process is
-left running.
+left running, and the guard's :attr:`Guard.verdict` says what the block did to memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
+from . import _errors
 from ._binary import binary_path
 from ._errors import HeadroomError
+from ._results import Verdict, verdict_of
 
 #: How long :func:`guard` waits for the watch to take the process up.
 START_SECONDS = 10.0
@@ -39,7 +43,8 @@ class Guard(contextlib.ContextDecorator):
     guard does at it; ``poll`` how often it checks (``"0.5s"``); ``resume_calm`` how long
     swap must stop growing after an interrupt before the budget is whole again;
     ``kill_free`` the free-memory floor, percent, under which it is stopped whatever the
-    action (default 10; 0 for none)."""
+    action (default 10; 0 for none). After the block, :attr:`verdict` holds the watch's
+    verdict (swap growth, peak footprint, stages...), or ``None`` if it could not be read."""
 
     def __init__(
         self,
@@ -64,15 +69,40 @@ class Guard(contextlib.ContextDecorator):
         if kill_free is not None:
             self.args += ["--kill-free", str(kill_free)]
         self.watch_pid: int | None = None
+        #: The verdict of the last block this guard watched (``None`` before its end).
+        self.verdict: Verdict | None = None
+        self._summary: Path | None = None
 
     def __enter__(self) -> Guard:
-        self.watch_pid = _start_watch(self.pid, self.args)
+        self.verdict = None
+        fd, name = tempfile.mkstemp(prefix="headroom-guard-", suffix=".json")
+        os.close(fd)
+        self._summary = Path(name)
+        try:
+            self.watch_pid = _start_watch(self.pid, self.args, self._summary)
+        except BaseException:
+            self._summary.unlink(missing_ok=True)
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         watch, self.watch_pid = self.watch_pid, None
+        summary, self._summary = self._summary, None
         if watch is not None:
             _end_watch(watch)
+        if summary is not None:
+            self.verdict = _read_verdict(summary)
+            summary.unlink(missing_ok=True)
+
+
+def _read_verdict(summary: Path) -> Verdict | None:
+    """The verdict in the watch's ``--json`` summary; ``None`` (and a warning) when there is
+    none to read (the watch was killed, or wrote what this version cannot read)."""
+    try:
+        return verdict_of(json.loads(summary.read_text()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        _errors.warn(f"the guard's verdict could not be read from {summary} ({e})", once=False)
+        return None
 
 
 def guard(
@@ -92,13 +122,15 @@ def guard(
     )
 
 
-def _start_watch(pid: int, args: list[str]) -> int:
-    """Starts ``headroom watch PID --guard ARGS`` re-parented away from this process; its
-    pid once it watches (its socket is there)."""
+def _start_watch(pid: int, args: list[str], summary: Path) -> int:
+    """Starts ``headroom watch PID --guard --json ARGS`` re-parented away from this process,
+    its JSON summary written to ``summary``; its pid once it watches (its socket is
+    there)."""
     binary = str(binary_path())
-    script = '"$0" "$@" </dev/null >/dev/null & echo $!'
+    script = 'out="$1"; shift; "$0" "$@" </dev/null >"$out" & echo $!'
     started = subprocess.run(
-        ["/bin/sh", "-c", script, binary, "watch", str(pid), "--guard", *args],
+        ["/bin/sh", "-c", script, binary, str(summary), "watch", str(pid), "--guard", "--json",
+         *args],
         stdout=subprocess.PIPE,
         text=True,
         check=False,

@@ -29,18 +29,23 @@ def stage_events(run) -> list[str]:
 
 
 def test_the_package_runs_its_own_binary_not_the_one_on_path(binary: Path) -> None:
-    on_path = shutil.which("headroom")
-    assert on_path is not None, "scripts/test-python puts a stand-in headroom on PATH"
-    assert Path(on_path).resolve() != binary.resolve()
-    stand_in = subprocess.run(["headroom", "status"], capture_output=True, text=True)
-    assert stand_in.returncode != 0, "the stand-in fails whenever it is run"
+    for name in ("headroom", "headroom-memory"):
+        on_path = shutil.which(name)
+        assert on_path is not None, f"scripts/test-python puts a stand-in {name} on PATH"
+        assert Path(on_path).resolve() != binary.resolve()
+        stand_in = subprocess.run([name, "status"], capture_output=True, text=True)
+        assert stand_in.returncode != 0, "the stand-in fails whenever it is run"
+    assert binary.name == "headroom-memory"
     assert binary.is_relative_to(sys.prefix), f"{binary} is not in the venv {sys.prefix}"
     status = subprocess.run([str(binary), "status", "--top", "1"], capture_output=True, text=True)
     assert status.returncode == 0, status.stderr
     assert status.stdout.startswith("Memory"), status.stdout
-    # `headroom` from the venv's bin (what a user types after `pip install`) is ours.
+    # `headroom` from the venv's bin (what a user types after `pip install`) is ours too:
+    # the same tool, built under the CLI's name.
     venv_cmd = Path(sys.prefix) / "bin" / "headroom"
-    assert venv_cmd.resolve() == binary.resolve()
+    versions = [subprocess.run([str(b), "--version"], capture_output=True, text=True).stdout
+                for b in (venv_cmd, binary)]
+    assert versions[0] == versions[1] and versions[0].startswith("headroom "), versions
 
 
 def test_marks_every_way_without_starting_a_process(binary: Path, tmp_path: Path) -> None:

@@ -102,16 +102,18 @@ def test_a_growing_cell_is_interrupted_and_the_kernel_answers_the_next(
 def test_a_script_under_guard_gets_keyboard_interrupt(swap_lab, tmp_path: Path) -> None:
     script = tmp_path / "grow.py"
     script.write_text(
-        "import headroom_memory, time\n"
+        "import dataclasses, json, headroom_memory, time\n"
         "chunks = []\n"
+        "guard = headroom_memory.guard('150M', poll='0.2s', kill_free=0)\n"
         "try:\n"
-        "    with headroom_memory.guard('150M', poll='0.2s', kill_free=0):\n"
+        "    with guard:\n"
         "        for i in range(200):\n"
         "            chunks.append(bytearray(b'\\x01') * (16 << 20))\n"
         "            time.sleep(0.05)\n"
         "    print('RESULT grew', flush=True)\n"
         "except KeyboardInterrupt:\n"
         "    print('RESULT interrupted', len(chunks), flush=True)\n"
+        "print('VERDICT', json.dumps(dataclasses.asdict(guard.verdict)), flush=True)\n"
     )
     lab = swap_lab(96, "guarded-script")
     try:
@@ -128,6 +130,13 @@ def test_a_script_under_guard_gets_keyboard_interrupt(swap_lab, tmp_path: Path) 
     assert out.returncode == 0, out.stderr
     assert "RESULT interrupted" in out.stdout, (out.stdout, out.stderr)
     assert "interrupted" in out.stderr and "SIGINT to pid" in out.stderr, out.stderr
+    # The guard's verdict on the block, as a dataclass: swap grew past the budget (the
+    # interrupt came at it), and the watch ended with the block, the process left running.
+    line = next(line for line in out.stdout.splitlines() if line.startswith("VERDICT "))
+    verdict = json.loads(line.split(" ", 1)[1])
+    assert verdict["swap_growth_bytes"] >= 150 << 20, verdict
+    assert verdict["ended"] == "interrupted" and verdict["fits"] is False, verdict
+    assert verdict["seconds"] > 0 and verdict["processes"] >= 1, verdict
 
 
 def test_guard_arguments_are_checked_before_anything_starts() -> None:

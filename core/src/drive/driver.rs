@@ -100,11 +100,11 @@ pub fn run(
     let (requests, wakes, pending) = wake_on_signals(interrupts);
     let first = counters.read_system().map_err(DriveError::FirstRead)?;
     // The job's socket is optional: without it the job is guarded all the same. Its
-    // sessions hear the guard's warning (`pushes.rs`).
+    // sessions hear the guard's warning, pause and stop (`pushes.rs`).
     let bound = JobSocket::bind(&Dirs::current());
     let mut sinks = sinks;
     if let Ok(server) = &bound {
-        sinks.push(Box::new(SessionPushes::new(server.sessions())));
+        sinks.push(Box::new(SessionPushes::new(server.sessions(), spec.grace)));
     }
     let mut outputs = Outputs::start(sinks).map_err(DriveError::Outputs)?;
     let mut marks = bound

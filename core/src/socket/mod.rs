@@ -32,15 +32,19 @@
 //! → {"stage":null}      (the stage under way ends: what follows is no stage's)
 //! ← ok
 //! ← {"warning":{"growth_bytes":858993459,"budget_bytes":1073741824,"then":"pause","stage":"decode","job":4243}}
+//! ← {"paused":{"growth_bytes":1073741824,"pause":1,"max_pauses":3,"reason":"...","stage":"decode","job":4243}}
+//! ← {"stopping":{"reason":"...","grace_ms":5000,"stage":"decode","job":4243}}
 //! ```
 //!
 //! An event (`load`, `reload`, `release`, `mark`, as stageload names them:
 //! [`headroom_rules::stages::Reported`]) goes to the job's trace; version 1 takes it too. A
 //! version-1 server answers a hello with `error: not a mark line ...`: the client then
-//! falls back to one connection per mark, and hears no warning. The only push so far is the
+//! falls back to one connection per mark, and hears no warning. The pushes ([`Push`]): the
 //! guard's warning at [`headroom_rules::policy::WARN_FRACTION`] of the budget (`warning`: the budget
 //! growth and the budget in bytes, what the guard will do at the budget, the current stage
-//! if any, and the job's pid); a client must ignore pushes it does not know.
+//! if any, and the job's pid); a pause (`paused`, read by the job once it runs again); and a
+//! stop under way (`stopping`, with the grace before SIGKILL, racing the SIGTERM). A client
+//! must ignore pushes it does not know.
 //!
 //! `queued` means the request was handed to the job's driver, which had not answered within
 //! a second: it will be carried out if it still makes sense then. One-request connections

@@ -53,6 +53,34 @@ pub enum Push {
         /// The job's pid (its leader, or the watched process).
         job: u32,
     },
+    /// The guard paused the job (SIGSTOP). A paused process runs nothing: the job reads
+    /// this once it runs again (resumed, or continued).
+    Paused {
+        /// Swap growth since the job started, bytes.
+        growth_bytes: u64,
+        /// Which pause this is (1 for the first).
+        pause: u32,
+        /// Pauses allowed before a crossing stops the job.
+        max_pauses: u32,
+        /// Why, in words; `None` when the user asked for the pause.
+        reason: Option<String>,
+        /// The stage the job is in, if it marked any.
+        stage: Option<String>,
+        /// The job's pid.
+        job: u32,
+    },
+    /// The guard is stopping the job: SIGTERM follows at once, SIGKILL after `grace_ms` for
+    /// what is left. The job may read this before or after its SIGTERM arrives.
+    Stopping {
+        /// Why, in words.
+        reason: String,
+        /// Time between SIGTERM and SIGKILL, milliseconds.
+        grace_ms: u64,
+        /// The stage the job is in, if it marked any.
+        stage: Option<String>,
+        /// The job's pid.
+        job: u32,
+    },
 }
 
 impl Sessions {
