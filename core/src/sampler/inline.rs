@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::steady::Steadiness;
 use super::{
     full_spacing_for, next_tick, read_sample, ErrorOnce, Sample, FULL_EVERY, FULL_SPACING,
 };
@@ -37,6 +38,8 @@ pub struct InlineSampler {
     light_allowed: bool,
     /// The next tick is a full one.
     full_next: bool,
+    /// How long the job has sat still: full ticks back off while it does.
+    steady: Steadiness,
 }
 
 impl InlineSampler {
@@ -57,6 +60,7 @@ impl InlineSampler {
             full_spacing: FULL_SPACING,
             light_allowed: false,
             full_next: false,
+            steady: Steadiness::default(),
         }
     }
 
@@ -117,13 +121,16 @@ impl InlineSampler {
     /// Reads one sample now and schedules the next tick on the clock's schedule (missed ticks
     /// are skipped; an extra tick, taken between two, does not move the next one). One tick
     /// in [`FULL_EVERY`], and no more than one each [`FULL_SPACING`] (further apart for a
-    /// large job: [`full_spacing_for`]), reads everything; the others are light
-    /// ([`read_sample`]) while they are allowed.
+    /// large job: [`full_spacing_for`]; and while the job sits still:
+    /// [`super::steady`]), reads everything; the others are light ([`read_sample`]) while
+    /// they are allowed.
     pub fn tick(&mut self) -> Sample {
         let now = Instant::now();
         let (ticks, at) = self.since_full;
         let members = self.tracked.iter().map(MemberSet::live_count).sum();
-        let spacing = full_spacing_for(self.full_spacing, members);
+        let spacing = self
+            .steady
+            .spacing(full_spacing_for(self.full_spacing, members));
         let light = self.light_allowed
             && !std::mem::take(&mut self.full_next)
             && (ticks < FULL_EVERY || now.saturating_duration_since(at) < spacing)
@@ -137,6 +144,12 @@ impl InlineSampler {
             self.last.as_ref().filter(|_| light),
         );
         self.last.clone_from(&sample.system);
+        let reading = sample
+            .system
+            .as_ref()
+            .map(|c| (c.swap_used_bytes, c.free_percent));
+        let members_now = self.tracked.iter().map(MemberSet::live_count).sum();
+        self.steady.saw(!light, reading, members_now);
         self.since_full = if light { (ticks + 1, at) } else { (1, now) };
         self.seq += 1;
         self.next = next_tick(self.schedule_start, self.interval, Instant::now());

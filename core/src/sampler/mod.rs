@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 mod inline;
 pub mod recorded;
+pub mod steady;
 pub use inline::InlineSampler;
 
 use headroom_model::counters::SystemCounters;
@@ -65,6 +66,7 @@ pub const FULL_EVERY: u64 = 5;
 
 /// Full checks come at least this far apart: at the default half-second checks one in
 /// five is already 2.5 s apart; at the fastest (every 100 ms, near the budget) one in ten.
+/// While the job sits still they come further apart ([`steady`]).
 /// What a full check reads alone moves slowly or is kept by the kernel (new members, the
 /// job cgroup's figures and peak, page counts, pressure, our cgroup's limit); what the stop
 /// rules read, every check reads.
