@@ -93,6 +93,7 @@ _reported_failure = threading.Event()
 _stop_heard = threading.Event()
 _stop_said: list[GuardStop] = []
 _stop_handler: list[Any] = []  # the SIGTERM handler that was there before ours, once ours is
+_stop_owner: list[int] = []  # the process that registered the stop callbacks
 
 
 def on_warning(callback: C) -> C:
@@ -120,6 +121,7 @@ def on_stop(callback: C) -> C:
         if not _stop_handler:
             _stop_handler.append(signal.getsignal(signal.SIGTERM))
             signal.signal(signal.SIGTERM, _on_sigterm)
+        _stop_owner[:] = [os.getpid()]
     return _register("stopping", callback)
 
 
@@ -175,7 +177,11 @@ def _run(kind: str, heard: object) -> None:
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """SIGTERM: the stop callbacks with the guard's word (waited for a moment when a guard
-    is connected), then what SIGTERM did before."""
+    is connected), then what SIGTERM did before. A forked child (a DataLoader's worker)
+    inherits the handler, not the callbacks: it does what SIGTERM did before at once."""
+    if _stop_owner != [os.getpid()]:
+        _before(signum, frame)
+        return
     if CLIENT.connected():
         _stop_heard.wait(STOP_WAIT_SECONDS)
     stop = _stop_said[-1] if _stop_said else GuardStop(
@@ -183,6 +189,12 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
         stage=None, job=os.getpid(), from_guard=False,
     )
     _run("stopping", stop)
+    _before(signum, frame)
+
+
+def _before(signum: int, frame: FrameType | None) -> None:
+    """What SIGTERM did before :func:`on_stop`: its handler, nothing (ignored), or the end
+    of the process by SIGTERM."""
     before = _stop_handler[0] if _stop_handler else signal.SIG_DFL
     if callable(before):
         before(signum, frame)

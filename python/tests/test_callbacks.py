@@ -105,6 +105,31 @@ def test_a_handler_of_the_jobs_own_runs_after_the_callback(tmp_path: Path) -> No
     assert json.loads(checkpoint.read_text())["from_guard"] is False
 
 
+def test_a_forked_child_ends_at_its_sigterm_without_the_parents_callbacks(
+    tmp_path: Path,
+) -> None:
+    checkpoint = tmp_path / "checkpoint.json"
+    proc = subprocess.Popen([*job("callbacks", str(checkpoint), "--fork")],
+                            stderr=subprocess.PIPE, text=True)
+    lines = Lines(proc.stderr)
+    try:
+        child = int(lines.wait("CHILD"))
+        lines.wait("READY")
+        os.kill(child, signal.SIGTERM)
+        # It ends at once: a zombie, as its parent does not wait for it.
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                break
+            time.sleep(0.02)
+        assert state == "Z", state
+        assert not checkpoint.exists(), checkpoint.read_text()
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
 def test_on_stop_outside_the_main_thread_is_refused_clearly() -> None:
     failed: list[BaseException] = []
     before = signal.getsignal(signal.SIGTERM)

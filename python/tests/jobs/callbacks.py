@@ -1,7 +1,8 @@
 """A job that registers on_pause and on_stop, marks "work", says READY and loops. Each pause
 it hears is said as ``PAUSED <json>``; at a stop, its callback writes the stop it was given
 to argv[1] (a checkpoint) before the process ends as SIGTERM ends it. With ``--before`` a
-SIGTERM handler of the job's own is there first: it is called after the callback."""
+SIGTERM handler of the job's own is there first: it is called after the callback. With
+``--fork`` a forked child (which inherits the handler) is said as ``CHILD <pid>``."""
 
 import dataclasses
 import json
@@ -34,6 +35,13 @@ def save(stop):
 
 
 mark("work")
+if "--fork" in sys.argv:
+    child = os.fork()
+    if child == 0:
+        for _ in range(6000):  # until SIGTERM: the parent's callbacks must not run here
+            time.sleep(0.01)
+        os._exit(0)
+    say("CHILD", child)
 say("READY", os.getpid())
 said = 0
 for _ in range(6000):
