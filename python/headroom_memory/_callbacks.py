@@ -94,6 +94,7 @@ _stop_heard = threading.Event()
 _stop_said: list[GuardStop] = []
 _stop_handler: list[Any] = []  # the SIGTERM handler that was there before ours, once ours is
 _stop_owner: list[int] = []  # the process that registered the stop callbacks
+_stopping = threading.Event()  # the stop callbacks are running (or ran)
 
 
 def on_warning(callback: C) -> C:
@@ -126,12 +127,17 @@ def on_stop(callback: C) -> C:
 
 
 def _register(kind: str, callback: C) -> C:
+    # The list is appended to under the lock; the connection (which may wait seconds for a
+    # greeting) is made outside it, so a SIGTERM's handler never waits for this thread.
     with _lock:
         _callbacks[kind].append(callback)
-        if not CLIENT.connect() and not _finder:
+    if not CLIENT.connect():
+        with _lock:
+            if _finder:
+                return callback
             finder = threading.Thread(target=_find, name="headroom-memory-find", daemon=True)
             _finder.append(finder)
-            finder.start()
+        finder.start()
     return callback
 
 
@@ -163,8 +169,9 @@ def _dispatch(push: object) -> None:
 
 
 def _run(kind: str, heard: object) -> None:
-    with _lock:
-        callbacks = list(_callbacks[kind])
+    # A copy without the lock (one step under the GIL): the SIGTERM handler runs this in the
+    # main thread, which may hold the lock where the signal found it.
+    callbacks = list(_callbacks[kind])
     for callback in callbacks:
         try:
             callback(heard)
@@ -182,6 +189,9 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     if _stop_owner != [os.getpid()]:
         _before(signum, frame)
         return
+    if _stopping.is_set():
+        return  # a second SIGTERM while the callbacks run: they run once
+    _stopping.set()
     if CLIENT.connected():
         _stop_heard.wait(STOP_WAIT_SECONDS)
     stop = _stop_said[-1] if _stop_said else GuardStop(
@@ -264,6 +274,7 @@ def _after_fork_in_child() -> None:
     _finder.clear()  # the parent's finder thread is not this process's
     _stop_said.clear()
     _stop_heard.clear()
+    _stopping.clear()
 
 
 if hasattr(os, "register_at_fork"):

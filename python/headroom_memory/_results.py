@@ -74,9 +74,10 @@ class Run:
     #: When it started and ended, milliseconds since the epoch.
     started_at_ms: int
     ended_at_ms: int
-    #: The verdict in one word: ``fits``, ``does not fit``, ``stopped``...
+    #: The verdict as a label: ``fits``, ``tight``, ``doesnt_fit``, ``stopped`` (``unknown`` when
+    #: the stored one cannot be read).
     verdict: str
-    #: What it needed, bytes; ``None`` when it was not measured.
+    #: What it needed, bytes (a run that was not measured is not listed).
     need_bytes: int | None
     #: True when the need is a lower bound (the run was stopped before its peak).
     need_lower_bound: bool

@@ -25,8 +25,10 @@ is wrapped for this) puts the hook back until that module has been called.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -34,7 +36,7 @@ from typing import Any
 from ._stages import last_marked, mark
 
 _state = threading.local()
-_lock = threading.Lock()
+_lock = threading.RLock()
 
 #: The frames of a module's call itself, not of a method of its own that began the work.
 _CALLING = frozenset(("_call_impl", "__call__", "_wrapped_call_impl", "forward"))
@@ -76,21 +78,79 @@ def watch_modules(pipeline_or_module: Any) -> Any:
     return pipeline_or_module
 
 
+class _Ids:
+    """Objects by identity, each with a value, holding none of them: their own ``__hash__``
+    and ``__eq__`` (which a subclass may define, or break before its ``__init__`` is done)
+    are never called, and an object that is freed leaves."""
+
+    def __init__(self) -> None:
+        self._refs: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+    def add(self, obj: Any, value: str = "") -> None:
+        key = id(obj)
+
+        def gone(ref: weakref.ref[Any], key: int = key) -> None:
+            if self._refs.get(key, (None, ""))[0] is ref:
+                self._refs.pop(key, None)
+
+        try:
+            self._refs[key] = (weakref.ref(obj, gone), value)
+        except TypeError:
+            pass  # not weakly referable: not kept
+
+    def get(self, obj: Any) -> str | None:
+        entry = self._refs.get(id(obj))
+        return entry[1] if entry is not None and entry[0]() is obj else None
+
+    def __contains__(self, obj: Any) -> bool:
+        return self.get(obj) is not None
+
+    def discard(self, obj: Any) -> None:
+        if obj in self:
+            self._refs.pop(id(obj), None)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+
+#: The hooked components, each with the name its stages take.
+_names = _Ids()
+
+
 def _hook(module: Any, name: str, methods: tuple[str, ...]) -> None:
     """A forward pre-hook marking ``name``, and ``name.method`` around each of ``methods``."""
     if getattr(module, "_headroom_watched", False):
         return
     module.register_forward_pre_hook(functools.partial(_pre_hook, name))
+    _names.add(module, name)
     for method in methods:
-        _wrap_method(module, name, method)
+        _wrap_method(type(module), method)
     module._headroom_watched = True
 
 
-def _wrap_method(module: Any, name: str, method: str) -> None:
-    """``module.method`` marks ``name.method`` when called (once: a wrapper is not wrapped)."""
-    original = getattr(module, method, None)
-    if callable(original) and method not in vars(module):
-        setattr(module, method, _wrapped(f"{name}.{method}", original))
+def _wrap_method(cls: type, method: str) -> None:
+    """``cls.method`` marks ``NAME.method`` when a hooked component (:data:`_names`) calls
+    it, and does nothing more for any other instance. The wrapper is the class's, not the
+    instance's: a hooked module still pickles, copies and is freed as before. Only a plain
+    function is wrapped, once."""
+    original = inspect.getattr_static(cls, method, None)
+    if not isinstance(original, types.FunctionType) or getattr(original, "_headroom", False):
+        return
+
+    @functools.wraps(original)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        name = _names.get(self)
+        if name is None:
+            return original(self, *args, **kwargs)
+        _enter(f"{name}.{method}")
+        _state.inside = getattr(_state, "inside", 0) + 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _state.inside -= 1
+
+    call._headroom = True  # type: ignore[attr-defined]
+    setattr(cls, method, call)
 
 
 def _pre_hook(name: str, _module: Any, _inputs: Any) -> None:
@@ -99,26 +159,13 @@ def _pre_hook(name: str, _module: Any, _inputs: Any) -> None:
         _enter(name)
 
 
-def _wrapped(name: str, original: Any) -> Any:
-    @functools.wraps(original)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        _enter(name)
-        _state.inside = getattr(_state, "inside", 0) + 1
-        try:
-            return original(*args, **kwargs)
-        finally:
-            _state.inside -= 1
-
-    return call
-
-
 class _Calls:
     """The no-code path (:func:`watch_calls`): which modules are known, which were built and
     not yet called, and the global hook while any such module is left."""
 
     def __init__(self) -> None:
-        self.known: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.pending: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.known = _Ids()
+        self.pending = _Ids()
         self.handle: Any = None
 
     def install(self) -> None:
@@ -148,33 +195,55 @@ class _Calls:
             newly = root not in self.known
             by_method = method not in _CALLING
             if newly:
-                _hook(root, name, ())
+                _hook(root, name, ("encode", "decode"))
                 self.learn(root)
             if by_method:
-                _wrap_method(root, name, method)
+                _wrap_method(type(root), method)
             self.learn(module)
-            if not self.pending and self.handle is not None:
+            if not len(self.pending) and self.handle is not None:
                 self.handle.remove()
                 self.handle = None
         if newly or by_method:
-            _enter(f"{name}.{method}" if by_method else name)
+            _enter(f"{_names.get(root) or name}.{method}" if by_method else name)
 
     def learn(self, module: Any) -> None:
-        for inner in module.modules():
+        for inner in _inside(module):
             self.known.add(inner)
             self.pending.discard(inner)
 
 
+def _inside(module: Any) -> Iterator[Any]:
+    """``module`` and every module under it, by identity (``Module.modules()`` hashes each,
+    which a module of a class that defines ``__eq__`` alone cannot be)."""
+    seen = _Ids()
+    stack = [module]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        yield current
+        stack.extend(c for c in vars(current).get("_modules", {}).values() if c is not None)
+
+
 def _outermost(module: Any, frame: Any) -> tuple[Any, str]:
     """The outermost module whose code is running at ``frame`` (``module`` itself when no
-    other is), and the name of the function it runs there."""
+    other is), and the outermost of its methods running there (a wrapper a library put
+    around one, such as diffusers' ``apply_forward_hook``, is not a method of its class and
+    is passed over); ``_call_impl`` when only its call is. A module whose ``__init__`` has
+    not reached ``Module.__init__`` yet is not one."""
     import torch
 
     root, method = module, "_call_impl"
     while frame is not None:
         owner = frame.f_locals.get("self")
-        if isinstance(owner, torch.nn.Module):
-            root, method = owner, frame.f_code.co_name
+        if isinstance(owner, torch.nn.Module) and "_forward_pre_hooks" in vars(owner):
+            if owner is not root:
+                root, method = owner, "_call_impl"
+            name = frame.f_code.co_name
+            static = inspect.getattr_static(type(owner), name, None)
+            if name in _CALLING or isinstance(static, types.FunctionType):
+                method = name
         frame = frame.f_back
     return root, method
 

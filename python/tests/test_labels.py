@@ -36,3 +36,16 @@ def test_the_no_code_path_names_the_module_whose_method_was_called(binary, tmp_p
     # Every module known after the first pass: no hook left on every module's call; a new
     # module puts it back until it is first called.
     assert hooks == ["0", "1", "0"], run.stderr
+
+
+def test_the_no_code_path_reads_through_a_librarys_wrappers_and_breaks_no_module(
+    binary, tmp_path
+) -> None:
+    argv = [sys.executable, "-m", "headroom_memory", *job("labels", "library")[1:]]
+    run = guard(binary, tmp_path, argv)
+    # encode first, then decode (img2img): each named by the autoencoder's own method, not by
+    # the decorator's wrapper; a module whose hash fails in its __init__ and an unhashable one
+    # are built and called as without Headroom.
+    assert marks(run) == ["Autoencoder.encode", "Autoencoder.decode", "Metric", "Unhashable"]
+    # Hooked modules still pickle, and a deep copy runs on its own weights.
+    assert "COPY ok" in run.stderr, run.stderr

@@ -2,11 +2,13 @@
 //! over (new members, the page and swap counts, pressure, the OOM count, our cgroup's
 //! limit) at a cost several light checks pay; a guard of a job that sits still (a notebook
 //! between cells, a server between requests) pays it for nothing. While every check finds
-//! swap within [`STEADY_SWAP_BYTES`] and free memory within [`STEADY_FREE_POINTS`] of the
-//! last full check's, and that full check found the job's members as the one before it, each
-//! full check doubles the spacing to the next, up to [`FULL_SPACING_MAX`]. The first check
-//! that sees either move (memory is what a new member or an OOM kill would move) brings the
-//! spacing back to its floor: the next full check comes at once if that much time has passed.
+//! swap within [`STEADY_SWAP_BYTES`] and free memory within [`STEADY_FREE_POINTS`] of what
+//! the full check that last saw a move found (so a slow drift adds up), and the full checks
+//! find the same number of members, each full check doubles the spacing to the next, up to
+//! [`FULL_SPACING_MAX`]. The first check that sees either move brings the spacing back to its
+//! floor (a second; further apart for a large job): the next full check comes at once if that
+//! much time has passed. A member that ends as another starts, using no memory, is seen at the
+//! next full check only.
 //! What the stop rules read, every check reads fresh, steady or not.
 
 use std::time::Duration;
@@ -23,7 +25,7 @@ pub const STEADY_FREE_POINTS: f64 = 1.0;
 /// [`FULL_SPACING_MAX`]).
 pub const STEADY_DOUBLINGS_AT_MOST: u32 = 5;
 
-/// What the last full check found, to compare the checks after it with.
+/// What the full check that last saw a move found, to compare the checks after it with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Anchor {
     swap_used_bytes: u64,
@@ -63,7 +65,9 @@ impl Steadiness {
         } else if full {
             self.doublings = (self.doublings + 1).min(STEADY_DOUBLINGS_AT_MOST);
         }
-        if full {
+        // The anchor moves only with a move: a slow drift, under the thresholds at each full
+        // check, adds up against it and is a move once it passes them.
+        if full && moved {
             self.anchor = reading.map(|(swap_used_bytes, free_percent)| Anchor {
                 swap_used_bytes,
                 free_percent,
@@ -88,19 +92,20 @@ mod tests {
         let floor = s(1);
         let mut steady = Steadiness::default();
         assert_eq!(steady.spacing(floor), floor);
-        let table: [Row; 14] = [
+        let table: [Row; 15] = [
             (true, Some((100 * MIB, 50.0)), 3, s(1)), // the first full check: nothing to compare
             (false, Some((100 * MIB, 50.4)), 3, s(1)),
             (true, Some((100 * MIB + MIB / 2, 50.5)), 3, s(2)), // still: doubles
-            (true, Some((100 * MIB, 50.0)), 3, s(4)),
+            (true, Some((100 * MIB + MIB * 9 / 10, 50.9)), 3, s(4)), // drift, still under
             (true, Some((100 * MIB, 50.0)), 3, s(8)),
             (true, Some((100 * MIB, 50.0)), 3, s(16)),
             (true, Some((100 * MIB, 50.0)), 3, FULL_SPACING_MAX), // 32 s, capped
             (true, Some((100 * MIB, 50.0)), 3, FULL_SPACING_MAX),
             (false, Some((101 * MIB, 50.0)), 3, s(1)), // a light check sees swap move
             (true, Some((101 * MIB, 50.0)), 3, s(1)),  // the full one after it anchors anew
-            (true, Some((101 * MIB, 50.0)), 3, s(2)),
-            (true, Some((101 * MIB, 50.0)), 4, s(1)), // a new member
+            (true, Some((101 * MIB + MIB / 2, 50.5)), 3, s(2)),
+            (true, Some((102 * MIB, 51.0)), 3, s(1)), // the drift adds up to a move
+            (true, Some((102 * MIB, 51.0)), 4, s(1)), // a new member
             (false, Some((101 * MIB, 48.9)), 4, s(1)), // free memory moved 1.1 points
             (true, None, 4, s(1)),                    // an unreadable check is a move
         ];
