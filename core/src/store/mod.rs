@@ -34,7 +34,7 @@ pub use runs::{KeySummary, RunContext, RunRow};
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Schema migrations: entry `i` takes the database from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     r"
 CREATE TABLE history_minutes (
     start_ms INTEGER PRIMARY KEY,
@@ -129,6 +129,11 @@ INSERT INTO active_jobs_new SELECT pid, start_time, command, mode, started_at_ms
     paused_since_ms, key, free_start_percent, in_use_start_bytes FROM active_jobs;
 DROP TABLE active_jobs;
 ALTER TABLE active_jobs_new RENAME TO active_jobs;
+",
+    // A run keeps the memory its levels were of, where the OS says (macOS
+    // `hw.memsize_usable`): a question about its machine keeps the floor its guard kept.
+    r"
+ALTER TABLE jobs ADD COLUMN usable_bytes INTEGER;
 ",
 ];
 

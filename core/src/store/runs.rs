@@ -21,6 +21,9 @@ pub struct RunContext {
     pub key: String,
     /// The memory it ran in: the host's, or its cgroup's limit.
     pub total_bytes: Option<u64>,
+    /// The memory its levels and floors were of, where it differs from `total_bytes`
+    /// (macOS `hw.memsize_usable`).
+    pub usable_bytes: Option<u64>,
     /// Free memory at its start, percent.
     pub free_start_percent: Option<f64>,
     /// Its working directory.
@@ -36,6 +39,7 @@ impl Default for RunContext {
         RunContext {
             key: String::new(),
             total_bytes: None,
+            usable_bytes: None,
             free_start_percent: None,
             cwd: None,
             hostname: None,
@@ -60,6 +64,7 @@ impl RunContext {
         RunContext {
             key,
             total_bytes: machine.map(|m| m.total_bytes),
+            usable_bytes: machine.and_then(|m| m.usable_bytes),
             free_start_percent,
             cwd: None,
             hostname: headroom_os::unix::host::hostname(),
@@ -87,6 +92,10 @@ pub struct RunRow {
     pub need_lower_bound: bool,
     /// The memory it ran in, where known.
     pub total_bytes: Option<u64>,
+    /// The memory its levels and floors were of, where it differs from `total_bytes`
+    /// (macOS `hw.memsize_usable`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usable_bytes: Option<u64>,
     /// Free memory at its start, percent, where known.
     pub free_start_percent: Option<f64>,
 }
@@ -155,8 +164,9 @@ impl Store {
         self.conn.execute(
             "INSERT INTO jobs (pid, start_time, command, mode, started_at_ms, ended_at_ms, fits, \
              swap_growth_bytes, peak_footprint_bytes, verdict_json, key, need_bytes, \
-             need_lower_bound, total_bytes, free_start_percent, cwd, hostname) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+             need_lower_bound, total_bytes, free_start_percent, cwd, hostname, usable_bytes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+             ?18)",
             params![
                 job.identity.pid,
                 job.identity.start_time,
@@ -175,6 +185,7 @@ impl Store {
                 run.free_start_percent,
                 run.cwd,
                 run.hostname,
+                run.usable_bytes,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -212,7 +223,8 @@ impl Store {
     pub fn runs_of(&self, key: &str, limit: usize) -> Result<Vec<RunRow>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT id, command, ended_at_ms, verdict_json, need_bytes, need_lower_bound, \
-             total_bytes, free_start_percent, started_at_ms FROM jobs WHERE key = ?1 AND need_bytes IS NOT NULL \
+             total_bytes, free_start_percent, started_at_ms, usable_bytes FROM jobs \
+             WHERE key = ?1 AND need_bytes IS NOT NULL \
              ORDER BY ended_at_ms DESC, id DESC LIMIT ?2",
         )?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -227,6 +239,7 @@ impl Store {
                 need_bytes: row.get(4)?,
                 need_lower_bound: row.get::<_, Option<bool>>(5)?.unwrap_or(false),
                 total_bytes: row.get(6)?,
+                usable_bytes: row.get(9)?,
                 free_start_percent: row.get(7)?,
             })
         })?;

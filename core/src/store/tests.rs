@@ -452,7 +452,8 @@ fn a_version_3_database_keeps_its_running_jobs() {
          ALTER TABLE jobs DROP COLUMN key; ALTER TABLE jobs DROP COLUMN need_bytes; \
          ALTER TABLE jobs DROP COLUMN need_lower_bound; ALTER TABLE jobs DROP COLUMN total_bytes; \
          ALTER TABLE jobs DROP COLUMN free_start_percent; ALTER TABLE jobs DROP COLUMN cwd; \
-         ALTER TABLE jobs DROP COLUMN hostname; PRAGMA user_version = 3;",
+         ALTER TABLE jobs DROP COLUMN hostname; ALTER TABLE jobs DROP COLUMN usable_bytes; \
+         PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -507,4 +508,35 @@ fn a_run_never_measured_predicts_nothing() {
         .unwrap();
     let (prediction, rows) = store.predict_key("train.py", BASE_MS + 3).unwrap();
     assert_eq!((prediction.map(|p| p.runs), rows.len()), (Some(1), 1));
+}
+
+#[test]
+fn a_run_keeps_the_usable_memory_its_levels_were_of() {
+    let (_tmp, path) = db();
+    let mut store = open(&path);
+    let gib = 1u64 << 30;
+    let mac = RunContext {
+        key: "gen.py".into(),
+        total_bytes: Some(48 * gib),
+        usable_bytes: Some(47 * gib),
+        ..RunContext::default()
+    };
+    store.record_run(&job(30, BASE_MS, true), &mac).unwrap();
+    let linux = RunContext {
+        key: "gen.py".into(),
+        total_bytes: Some(24 * gib),
+        ..RunContext::default()
+    };
+    store
+        .record_run(&job(31, BASE_MS + 1, true), &linux)
+        .unwrap();
+    let rows = store.runs_of("gen.py", 10).unwrap();
+    let kept: Vec<_> = rows
+        .iter()
+        .map(|r| (r.total_bytes, r.usable_bytes))
+        .collect();
+    assert_eq!(
+        kept,
+        [(Some(24 * gib), None), (Some(48 * gib), Some(47 * gib))]
+    );
 }

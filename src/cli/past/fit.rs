@@ -122,8 +122,20 @@ fn room_asked(
         let free_bytes = parse_free(text, system.level_base_bytes())?;
         return Ok((Room { free_bytes, ..here }, None));
     };
-    let room = Room::on_machine(parse_free(text, total)?, total, &limits);
+    let base = level_base_of(total, runs);
+    let room = Room::on_machine(parse_free(text, base)?, base, &limits);
     Ok((room, Some(total)))
+}
+
+/// The memory the levels and the floor of a machine of `total` bytes are of: the usable
+/// memory the key's newest run on such a machine recorded (macOS `hw.memsize_usable`, a
+/// little less than `hw.memsize`), else `total` itself.
+fn level_base_of(total: u64, runs: &[RunRow]) -> u64 {
+    runs.iter()
+        .find(|r| r.total_bytes == Some(total))
+        .and_then(|r| r.usable_bytes)
+        .filter(|&usable| usable > 0 && usable <= total)
+        .unwrap_or(total)
 }
 
 /// Runs `headroom fit`.
@@ -234,4 +246,58 @@ fn largest_others(counters: &Counters, short: u64) -> Vec<(String, u64)> {
         .map(|r| (r.name, r.memory.footprint_bytes))
         .collect();
     headroom_rules::fit::making_room(rows, short)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    fn run(total: Option<u64>, usable: Option<u64>) -> RunRow {
+        RunRow {
+            id: 1,
+            command: "python gen.py".into(),
+            started_at_ms: 0,
+            ended_at_ms: 1,
+            verdict: "fits".into(),
+            need_bytes: GIB,
+            need_lower_bound: false,
+            total_bytes: total,
+            usable_bytes: usable,
+            free_start_percent: None,
+        }
+    }
+
+    #[test]
+    fn another_machines_floor_is_a_share_of_the_memory_its_levels_were_of() {
+        let mac = run(Some(48 * GIB), Some(47 * GIB));
+        // (asked total, runs, level base)
+        let table = [
+            (48 * GIB, vec![mac.clone()], 47 * GIB),
+            (64 * GIB, vec![mac.clone()], 64 * GIB), // another machine than the run's
+            (48 * GIB, vec![run(Some(48 * GIB), None)], 48 * GIB), // not recorded
+            (
+                48 * GIB,
+                vec![run(Some(48 * GIB), Some(49 * GIB))],
+                48 * GIB,
+            ), // not a usable size
+            (48 * GIB, vec![run(Some(24 * GIB), None), mac], 47 * GIB), // the newest on it
+            (48 * GIB, Vec::new(), 48 * GIB),
+        ];
+        for (total, runs, want) in table {
+            assert_eq!(level_base_of(total, &runs), want, "{total} {runs:?}");
+        }
+        // The floor at 10 % is then 4.7 GiB on the 48 GB Mac, as its guard kept it.
+        let limits = Limits::default();
+        let room = Room::on_machine(
+            20 * GIB,
+            level_base_of(48 * GIB, &[run(Some(48 * GIB), Some(47 * GIB))]),
+            &limits,
+        );
+        assert_eq!(
+            room.floor_bytes,
+            percent_of_bytes(limits.kill_free_percent, 47 * GIB)
+        );
+    }
 }

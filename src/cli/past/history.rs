@@ -254,6 +254,7 @@ fn import(
     let context = RunContext {
         key: key.to_string(),
         total_bytes: total,
+        usable_bytes: meta.run.usable_bytes,
         free_start_percent,
         cwd: None,
         hostname: None,

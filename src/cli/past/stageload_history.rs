@@ -166,6 +166,7 @@ fn run(record: &Record, ended: SystemTime, key: Option<&str>) -> (FinishedJob, R
     let context = RunContext {
         key,
         total_bytes: None,
+        usable_bytes: None,
         free_start_percent: None,
         cwd: None,
         hostname: None,
