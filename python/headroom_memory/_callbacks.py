@@ -154,10 +154,10 @@ def _dispatch(push: object) -> None:
     if not isinstance(push, dict) or len(push) != 1:
         return  # a push this version does not know
     kind, body = next(iter(push.items()))
-    reader = _READERS.get(kind)
-    if reader is None:
+    known = _KINDS.get(kind)
+    if known is None:
         return  # a push this version does not know
-    heard = reader(body)
+    heard = known[0](body)
     if heard is None:
         _errors.warn(f"the guard sent a {kind} push this version cannot read; it is dropped")
         return
@@ -178,7 +178,8 @@ def _run(kind: str, heard: object) -> None:
         except Exception:  # noqa: BLE001 - the user's callback must not end the reader
             if not _reported_failure.is_set():
                 _reported_failure.set()
-                print(f"headroom_memory: an on_{_NAMES[kind]} callback failed:", file=sys.stderr)
+                print(f"headroom_memory: an on_{_KINDS[kind][1]} callback failed:",
+                      file=sys.stderr)
                 traceback.print_exc()
 
 
@@ -260,12 +261,12 @@ def _stop_of(body: object) -> GuardStop | None:
                      from_guard=True)
 
 
-_READERS: dict[str, Callable[[object], object]] = {
-    "warning": _warning_of,
-    "paused": _pause_of,
-    "stopping": _stop_of,
+#: Each push this version reads: its reader, and the name of its callbacks' ``on_`` function.
+_KINDS: dict[str, tuple[Callable[[object], object], str]] = {
+    "warning": (_warning_of, "warning"),
+    "paused": (_pause_of, "pause"),
+    "stopping": (_stop_of, "stop"),
 }
-_NAMES = {"warning": "warning", "paused": "pause", "stopping": "stop"}
 
 CLIENT.on_push(_dispatch)
 

@@ -159,7 +159,7 @@ def test_pushes_are_read_or_dropped_never_raised(push: dict, read: str | None) -
     from headroom_memory import _callbacks
 
     kind, body = next(iter(push.items()))
-    heard = _callbacks._READERS[kind](body)
+    heard = _callbacks._KINDS[kind][0](body)
     assert (type(heard).__name__ if heard is not None else None) == read
     if read == "GuardStop":
         assert heard.grace_seconds == 1.5 and heard.from_guard is True
