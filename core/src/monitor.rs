@@ -8,12 +8,12 @@ use serde::Serialize;
 use crate::chart::{history_chart_svg, ChartError, HistoryChartOptions};
 use crate::drive::{Input, Step};
 use crate::history::{History, Metric, METRICS};
-use crate::sampler::Sample;
 use headroom_model::counters::{PressureLevel, SystemCounters};
 use headroom_model::units::format_bytes_short;
 use headroom_model::units::unix_ms;
 use headroom_rules::engine::{Engine, Moment, FINISHED_KEEP};
 use headroom_rules::fit::Room;
+use headroom_rules::sample::Sample;
 
 /// Swap counts as growing when it rose more than this over the last minute.
 pub const GROWING_THRESHOLD_BYTES: u64 = 1 << 20;
@@ -308,9 +308,9 @@ mod tests {
 
     #[test]
     fn an_ended_job_leaves_the_list_after_finished_keep() {
-        use crate::sampler::TrackedSample;
         use headroom_model::members::JobIds;
         use headroom_model::process::ProcessIdentity;
+        use headroom_rules::sample::TrackedSample;
         let mut m = Monitor::default();
         let id = ProcessIdentity {
             pid: 4343,

@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use headroom_core::drive::{check_due, Input};
 use headroom_core::monitor::{StatusView, TICK_WINDOW_SECONDS};
-use headroom_core::sampler::Sample;
-use headroom_core::socket::{Answer, Control, Request};
+use headroom_core::socket::{Answer, Request};
+use headroom_model::effects::Control;
 use headroom_model::effects::{JobSignal, SignalReport};
 use headroom_model::process::ProcessIdentity;
 use headroom_os::enforce::signal_each;
@@ -23,6 +23,7 @@ use headroom_rules::engine;
 use headroom_rules::engine::{Effects, Moment};
 use headroom_rules::policy::order::Peer;
 use headroom_rules::policy::JobEvent;
+use headroom_rules::sample::Sample;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::error::CommandResult;

@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use headroom_core::jobfile::{JobFile, Listing};
-use headroom_core::sampler::Sample;
 use headroom_os::counters::CounterSource;
+use headroom_rules::sample::Sample;
 use headroom_serve::{is_loopback, start, JobMetric, Metrics, MetricsHandle, ServerConfig};
 
 use crate::state::{lock, AppState, MetricsEndpoint};

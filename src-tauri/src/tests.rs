@@ -649,6 +649,59 @@ fn notification_buttons_spare_pause_resume_and_stop() {
     );
 }
 
+/// At most `WAITING_MAX` notifications with buttons wait for a click (on macOS each keeps a
+/// thread of the plugin blocked): one more gives up the oldest, whose buttons then answer
+/// nothing and whose job keeps what it would have without a click.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_oldest_of_too_many_waiting_notifications_is_given_up_and_answers_nothing() {
+    use crate::notify::waiting::WAITING_MAX;
+    use headroom_rules::policy::{JobEvent, OnBudget};
+    let warning = JobEvent::Warning {
+        growth_bytes: 1,
+        budget_bytes: 2,
+        then: OnBudget::Stop,
+    };
+    let app = app();
+    let handle = app.window.app_handle().clone();
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    call(
+        &app,
+        "guard",
+        json!({"pid": pid, "swapBudget": "8G", "killFree": "0"}),
+    )
+    .unwrap();
+    let jobs = call(&app, "get_jobs", json!({})).unwrap();
+    let job_id = jobs[0]["id"].as_str().unwrap()[4..].parse::<u64>().unwrap();
+    let notify = || {
+        let on_button = crate::jobs::on_button(&handle, job_id);
+        crate::notify::job_event(&handle, "sleep 60", &warning, on_button).unwrap()
+    };
+    let buttons = handle.state::<crate::notify::Buttons>();
+    let ids: Vec<i32> = (0..=WAITING_MAX).map(|_| notify()).collect();
+    assert_eq!(buttons.waiting(), WAITING_MAX, "at most {WAITING_MAX} wait");
+    click(&handle, ids[0], "pause");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_ne!(
+        proc_state(pid),
+        Some('T'),
+        "the oldest was given up: its click does nothing"
+    );
+    click(&handle, ids[WAITING_MAX], "pause");
+    assert!(
+        eventually(|| proc_state(pid) == Some('T')),
+        "the newest answers"
+    );
+    // The pause's own notification (Resume, Stop) waits now: still at most WAITING_MAX.
+    assert!(buttons.waiting() <= WAITING_MAX);
+    call(&app, "stop_job", json!({ "id": jobs[0]["id"] })).unwrap();
+    assert!(eventually(|| child.try_wait().unwrap().is_some()));
+}
+
 /// GET /metrics from `addr` (HTTP/1.1, `Connection: close`): the body.
 fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
     use std::io::{Read, Write};
@@ -1007,7 +1060,8 @@ fn a_finished_job_is_in_the_recent_verdicts_also_after_a_restart() {
 #[test]
 fn the_apps_jobs_are_published_and_a_terminal_guard_may_ask_one_to_make_room() {
     use headroom_core::jobfile::JobFile;
-    use headroom_core::socket::{send_control, socket_path, Control, Sent};
+    use headroom_core::socket::{send_control, socket_path, Sent};
+    use headroom_model::effects::Control;
     let app = app();
     crate::ticker::start(app.window.app_handle().clone());
     crate::socket::serve(app.window.app_handle().clone());

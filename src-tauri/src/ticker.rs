@@ -12,8 +12,8 @@ use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
 use headroom_core::drive::Input;
-use headroom_core::sampler::Sample;
 use headroom_model::process::ProcessIdentity;
+use headroom_rules::sample::Sample;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 
 use crate::state::AppState;

@@ -20,7 +20,7 @@ use traces::{record, trace_cmd};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use headroom_core::socket::Control;
+use headroom_model::effects::Control;
 
 /// Does this job really fit in memory?
 ///

@@ -400,3 +400,84 @@ fn a_guard_out_of_descriptors_still_sees_and_stops_its_whole_job() {
         assert!(left.is_empty(), "{mode:?}: {left:?} left behind");
     }
 }
+
+/// A job whose guard was killed outright and that then ended by itself left its cgroups
+/// behind, empty, with no Headroom process left to remove them (issue 42 §7: a Python test
+/// left one a CI run). The next guard started beside them removes them; it keeps the cgroup
+/// of a live guard's job and of a guardless job that still runs (a takeover needs that one).
+#[test]
+fn the_empty_cgroup_of_a_job_whose_guard_was_killed_is_removed_by_the_next_guard() {
+    use headroom_os::unix::cgroup::ORPHAN_AGE;
+    use support::guard::job_cgroups_of;
+    let Some(_lock) = real_swap_lock() else {
+        return; // said why: making cgroups needs root
+    };
+    let started = std::time::Instant::now();
+    let tag = sleep_tag(90);
+    // Killed, its job ends by itself a moment later.
+    let mut ended = guard(Mode::Cgroup, "sleep 1.5", "orphan-ended");
+    // Killed, its job runs on.
+    let mut running = guard(Mode::Cgroup, &format!("sleep {tag}"), "orphan-running");
+    // Alive, its job runs.
+    let live = guard(Mode::Cgroup, &format!("sleep {tag}"), "orphan-live");
+    let _leftovers = [ended.pid(), running.pid(), live.pid()].map(|guard| Leftovers {
+        tag: tag.clone(),
+        guard,
+    });
+    for g in [&ended, &running, &live] {
+        assert!(
+            wait_until(WAIT, || !job_cgroups_of(g.pid()).is_empty()),
+            "no job cgroup made: {}",
+            g.stderr()
+        );
+    }
+    for g in [&mut ended, &mut running] {
+        g.child.kill().unwrap();
+        g.child.wait().unwrap();
+    }
+    let ended_dirs = job_cgroups_of(ended.pid());
+    assert!(
+        wait_until(WAIT, || ended_dirs.iter().all(|d| fs_procs(d).is_empty())),
+        "the job did not end"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        ended_dirs.iter().all(|d| d.exists()),
+        "nothing removed them yet: {ended_dirs:?}"
+    );
+    // Old enough to be taken for a dead guard's (a cgroup just made is never removed).
+    std::thread::sleep((ORPHAN_AGE + Duration::from_millis(500)).saturating_sub(started.elapsed()));
+    let mut next = guard(Mode::Cgroup, "true", "orphan-next");
+    assert_eq!(
+        next.child.wait().unwrap().code(),
+        Some(0),
+        "{}",
+        next.stderr()
+    );
+    assert!(
+        ended_dirs.iter().all(|d| !d.exists()),
+        "left behind: {ended_dirs:?}: {}",
+        next.stderr()
+    );
+    assert!(
+        !job_cgroups_of(running.pid()).is_empty(),
+        "the cgroup of a guardless job that runs was removed"
+    );
+    assert!(
+        !job_cgroups_of(live.pid()).is_empty(),
+        "a live guard's job cgroup was removed"
+    );
+    assert!(
+        job_cgroups_of(next.pid()).is_empty(),
+        "the next guard left its own"
+    );
+}
+
+/// The processes in cgroup `dir` (none when it is gone).
+fn fs_procs(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}

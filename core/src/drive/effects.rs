@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use super::outputs::Outputs;
 use super::DriverEffects;
-use crate::sampler::Sample;
 use headroom_model::counters::JobCgroup;
 use headroom_model::effects::{JobSignal, SignalReport};
 use headroom_model::process::ProcessIdentity;
@@ -18,6 +17,7 @@ use headroom_os::unix::jobctl::Terminal;
 use headroom_os::unix::signals::Kernel;
 use headroom_rules::engine::{Effects, JobView};
 use headroom_rules::policy::JobEvent;
+use headroom_rules::sample::Sample;
 
 /// What a live job's actions do.
 pub(crate) struct LiveEffects<'a> {

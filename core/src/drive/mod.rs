@@ -58,13 +58,13 @@ use std::process::Command;
 use std::sync::mpsc::SyncSender;
 use std::time::Duration;
 
-use crate::sampler::Sample;
 use headroom_model::effects::{Control, StopReport};
 use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::CounterError;
 use headroom_os::unix::jobctl::Terminal;
 use headroom_rules::engine::{Effects, JobView, Moment};
 use headroom_rules::policy::{EndReason, Verdict};
+use headroom_rules::sample::Sample;
 
 /// The answer a request's sender waits for: `Ok` once the engine took it, or why not.
 pub type Reply = SyncSender<Result<(), String>>;

@@ -11,9 +11,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::sampler::Sample;
 use headroom_rules::engine::JobView;
 use headroom_rules::policy::JobEvent;
+use headroom_rules::sample::Sample;
 
 /// Updates an output may fall behind before it misses some.
 pub const OUTPUT_BACKLOG: usize = 4096;

@@ -14,7 +14,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::{drive, DriverEffects, Input, Source};
-use crate::sampler::Sample;
 use crate::summary::stage_windows;
 use crate::trace::RunRecord;
 use crate::trace::{duration, SampleRecord, Trace};
@@ -23,6 +22,7 @@ use headroom_model::members::JobIds;
 use headroom_model::process::ProcessIdentity;
 use headroom_rules::engine::{Effects, Engine, JobSpec, Moment, StartMemory};
 use headroom_rules::policy::{EndReason, JobEvent, OnBudget, StopReason, Verdict};
+use headroom_rules::sample::Sample;
 
 /// The stand-in for the job's processes.
 const STAND_IN: ProcessIdentity = ProcessIdentity {

@@ -174,6 +174,13 @@ fn own_cgroup(
     } else {
         counters.own_cgroup_dirs().and_then(|own| {
             let own = own.ok_or_else(|| "no memory cgroup is mounted".to_string())?;
+            let orphans = cgroup::remove_orphans(&own);
+            if orphans > 0 {
+                tracing::info!(
+                    orphans,
+                    "removed the empty cgroups of jobs whose guard was killed"
+                );
+            }
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let job = cgroup::create(&own, &cgroup::job_name(std::process::id(), n))?;
             match cgroup::join_at_spawn(command, &job) {

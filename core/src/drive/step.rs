@@ -14,10 +14,10 @@
 use std::time::Duration;
 
 use super::{Input, Reply};
-use crate::sampler::Sample;
 use crate::socket::{not_here, Request};
 use headroom_model::effects::Control;
 use headroom_rules::engine::{Action, Engine, Moment, RequestError};
+use headroom_rules::sample::Sample;
 
 /// What one input did.
 #[derive(Debug, Default)]

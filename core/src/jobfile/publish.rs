@@ -14,11 +14,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::{list_at, JobFile, MEMBERS_EVERY, PUBLISH_EVERY};
 use crate::drive::{SampleGate, Sink};
-use crate::sampler::Sample;
 use headroom_model::process::ProcessIdentity;
 use headroom_model::units::unix_ms;
 use headroom_rules::engine::{JobStatus, JobView};
 use headroom_rules::policy::JobEvent;
+use headroom_rules::sample::Sample;
 
 /// What was last written for one job, and when.
 #[derive(Debug, Default)]

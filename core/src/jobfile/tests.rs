@@ -316,7 +316,7 @@ fn the_publisher_writes_the_engines_view_and_names_the_guard() {
         ],
         ..view.clone()
     };
-    let sample = crate::sampler::Sample {
+    let sample = headroom_rules::sample::Sample {
         aimed: false,
         seq: 1,
         at: SystemTime::now(),

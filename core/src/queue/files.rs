@@ -212,7 +212,11 @@ impl Sink for PlaceSink {
         "the queue".to_string()
     }
 
-    fn sample(&mut self, _sample: &crate::sampler::Sample, view: &JobView) -> io::Result<()> {
+    fn sample(
+        &mut self,
+        _sample: &headroom_rules::sample::Sample,
+        view: &JobView,
+    ) -> io::Result<()> {
         match (&mut self.line, view.taken_bytes) {
             (Some(line), Some(taken)) => line.used(taken),
             _ => Ok(()),

@@ -24,8 +24,7 @@ use headroom_model::process::ProcessIdentity;
 use headroom_os::counters::{CounterSource, Counters, Result};
 use headroom_os::members::MemberSet;
 
-// One tick's readings are plain data of the rules' (the engine judges them).
-pub use headroom_rules::sample::{Sample, TrackedSample};
+use headroom_rules::sample::{Sample, TrackedSample};
 
 /// How many samples a slow subscriber may fall behind before it misses some.
 const SUBSCRIBER_BACKLOG: usize = 256;

@@ -86,6 +86,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use headroom_model::effects::Control;
 use headroom_os::paths::{Dirs, PrivateDir};
 use headroom_os::unix::peer::{peer_pid, peer_uid};
 use headroom_os::unix::signals::current_uid;
@@ -97,8 +98,6 @@ pub const MARK_ENV: &str = "HEADROOM_MARK";
 pub const MAX_CONNECTIONS: usize = 32;
 /// How long a client waits for the answer in all.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
-
-pub use headroom_model::effects::Control;
 
 /// The answer of a server that has no job with `pid` (the client then asks the next one).
 pub fn not_here(pid: u32) -> String {

@@ -13,7 +13,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use headroom_core::drive::{check_due, drive, replay, DriverEffects, Input, Source};
 use headroom_core::monitor::Monitor;
-use headroom_core::sampler::{Sample, TrackedSample};
 use headroom_core::trace::{read_trace, Trace};
 use headroom_model::counters::{RunState, SystemCounters};
 use headroom_model::effects::{JobSignal, SignalReport};
@@ -23,6 +22,7 @@ use headroom_rules::engine::{
     carry_out, Effects, Engine, JobMode, JobSpec, JobView, Moment, StartMemory,
 };
 use headroom_rules::policy::{EndReason, JobEvent, Limits, StopReason};
+use headroom_rules::sample::{Sample, TrackedSample};
 
 const LEADER: ProcessIdentity = ProcessIdentity {
     pid: 4242,

@@ -218,6 +218,62 @@ pub fn remove(cgroup: &JobCgroup, patience: Duration) -> bool {
     removed
 }
 
+/// Removes the job cgroups beside where `own` makes ours whose guard is gone and that hold
+/// no process: a guard killed outright (SIGKILL) cannot remove its job's cgroup, and a job that
+/// then ends by itself leaves no Headroom process to. Kept: a cgroup whose guard's pid runs
+/// (its guard, or a process that took the pid: kept a little longer, never removed early),
+/// one made less than [`ORPHAN_AGE`] ago (a guard in another pid namespace, between making
+/// its cgroup and starting its job), and one that holds a process (the kernel refuses; a
+/// takeover needs it). How many were removed.
+pub fn remove_orphans(own: &OwnDirs) -> usize {
+    let parents = [Some(own.memory_dir.as_path()), own.freezer_dir.as_deref()]
+        .into_iter()
+        .chain(std::iter::once(
+            own.bare_v2.as_ref().map(|(dir, _)| dir.as_path()),
+        ))
+        .flatten();
+    let mut removed = 0;
+    for parent in parents {
+        let Ok(entries) = fs::read_dir(parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(guard_pid) = name.to_str().and_then(guard_of) else {
+                continue;
+            };
+            let dir = entry.path();
+            let old = fs::metadata(&dir)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|made| made.elapsed().ok())
+                .is_some_and(|age| age >= ORPHAN_AGE);
+            if !old || Path::new("/proc").join(guard_pid.to_string()).exists() {
+                continue;
+            }
+            let mut dirs = cgroup_subtree(&dir);
+            dirs.reverse();
+            // Children first; a cgroup that holds a process stays (EBUSY).
+            if dirs.iter().all(|d| remove_dir(d, Duration::ZERO)) {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// How old a job cgroup must be before [`remove_orphans`] may take it for its dead guard's.
+pub const ORPHAN_AGE: Duration = Duration::from_secs(5);
+
+/// The pid of the guard a job cgroup's name says made it ([`job_name`]).
+fn guard_of(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix(JOB_PREFIX)?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(pid) && digits(n))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
 /// Removes the empty cgroup `dir`, trying again for up to `patience`; true once it is gone.
 fn remove_dir(dir: &Path, patience: Duration) -> bool {
     let tries = patience.as_millis() / RETRY.as_millis();
@@ -270,8 +326,23 @@ pub fn named_for(cgroup: &JobCgroup, guard_pid: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{decimal, job_name, named_for};
+    use super::{decimal, guard_of, job_name, named_for};
     use headroom_model::counters::JobCgroup;
+
+    #[test]
+    fn a_job_cgroup_names_its_guard() {
+        assert_eq!(guard_of(&job_name(41, 3)), Some(41));
+        for other in [
+            "headroom-job-41",
+            "headroom-job--3",
+            "headroom-job-4x-0",
+            "job-41-0",
+            "headroom-job-41-0/x",
+            "headroom-job-99999999999-0",
+        ] {
+            assert_eq!(guard_of(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn only_a_cgroup_named_after_its_guard_is_the_jobs() {

@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use headroom_core::jobfile::JobFile;
-use headroom_core::socket::{is_not_here, send_control, sockets, Control, MarkError, Sent};
+use headroom_core::socket::{is_not_here, send_control, sockets, MarkError, Sent};
 use headroom_core::takeover::take_over;
 use headroom_model::counters::RunState;
+use headroom_model::effects::Control;
 use headroom_model::effects::JobSignal;
 use headroom_os::counters::{CounterSource, Counters};
 use headroom_os::enforce::{signal_each, Safety};

@@ -14,12 +14,12 @@ use anyhow::Context;
 use headroom_core::chart::{trace_chart_svg, TraceChartOptions};
 use headroom_core::drive::{Outcome, Sink};
 use headroom_core::sampler::recorded::ToTrace;
-use headroom_core::sampler::Sample;
 use headroom_core::trace::{due, SampleRecord, Trace};
 use headroom_model::units::{format_bytes, format_delta_bytes, format_duration};
 use headroom_os::paths::replace_file;
 use headroom_rules::engine::JobView;
 use headroom_rules::policy::JobEvent;
+use headroom_rules::sample::Sample;
 
 /// The environment variable GitHub Actions points at the step's summary file.
 pub const STEP_SUMMARY_ENV: &str = "GITHUB_STEP_SUMMARY";

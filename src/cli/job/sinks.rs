@@ -9,7 +9,6 @@ use std::time::{Duration, SystemTime};
 use headroom_core::drive::Sink;
 use headroom_core::jobfile::Publisher;
 use headroom_core::sampler::recorded::ToTrace;
-use headroom_core::sampler::Sample;
 use headroom_core::trace::{
     round_t, utc_string, EventRecord, Record, RecordedLimits, RunRecord, StartRecord, TraceWriter,
     STAGE_END,
@@ -23,6 +22,7 @@ use headroom_os::unix::fifo;
 use headroom_rules::engine::JobView;
 use headroom_rules::policy::JobEvent;
 use headroom_rules::policy::Limits;
+use headroom_rules::sample::Sample;
 use headroom_rules::stages::{Reported, MAX_STAGES};
 use serde_json::Map;
 

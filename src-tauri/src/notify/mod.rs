@@ -12,14 +12,18 @@
 //! option chosen back by its label (tauri-plugin-notification 2.8, through notify-rust and
 //! mac-notification-sys; unverified: no Mac here).
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 
 use headroom_rules::policy::JobEvent;
 use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::{lock, AppState};
+
+#[cfg(target_os = "macos")]
+mod macos;
+pub mod waiting;
+
+use waiting::Waiting;
 
 /// Title and body of a notification for a job event (the engine's words).
 pub fn texts(command: &str, event: &JobEvent) -> (String, String) {
@@ -66,12 +70,20 @@ fn action_type(event: &JobEvent) -> Option<&'static str> {
 /// A button's answer: called once with the key of the button clicked.
 type OnButton = Box<dyn FnOnce(&str) + Send>;
 
-/// What the buttons of the notifications shown do, by notification id: the newest
-/// [`BUTTONS_KEPT`] (an older notification's click does nothing, as a closed one's).
+/// What a notification with buttons holds while it waits: its answer, and its texts (what
+/// tells it apart on macOS, where the plugin cannot close it by id).
+struct Held {
+    on_button: OnButton,
+    title: String,
+    body: String,
+}
+
+/// What the buttons of the notifications shown do, by notification id: at most
+/// [`waiting::WAITING_MAX`] wait at once, and the oldest is given up (closed; its click does
+/// nothing, as a closed one's).
 #[derive(Default)]
 pub struct Buttons {
-    next_id: AtomicI32,
-    waiting: Mutex<BTreeMap<i32, OnButton>>,
+    waiting: Mutex<Waiting<Held>>,
 }
 
 impl std::fmt::Debug for Buttons {
@@ -83,25 +95,23 @@ impl std::fmt::Debug for Buttons {
     }
 }
 
-/// How many notifications keep answering their buttons.
-pub const BUTTONS_KEPT: usize = 64;
-
 impl Buttons {
-    /// Keeps `on_button` for a new notification; its id.
-    fn hold(&self, on_button: OnButton) -> i32 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        let mut waiting = lock(&self.waiting);
-        waiting.insert(id, on_button);
-        while waiting.len() > BUTTONS_KEPT {
-            waiting.pop_first();
-        }
-        id
+    /// Keeps `held` for a new notification: its id, and the notifications given up to make
+    /// room (to be closed).
+    fn hold(&self, held: Held) -> (i32, Vec<(i32, Held)>) {
+        lock(&self.waiting).hold(held)
     }
 
     /// The answer for notification `id`, once.
     #[cfg_attr(test, allow(dead_code))] // called by `answered`
     fn take(&self, id: i32) -> Option<OnButton> {
-        lock(&self.waiting).remove(&id)
+        lock(&self.waiting).take(id).map(|held| held.on_button)
+    }
+
+    /// How many notifications wait for a click now.
+    #[cfg(all(test, target_os = "linux"))]
+    pub fn waiting(&self) -> usize {
+        lock(&self.waiting).len()
     }
 }
 
@@ -165,15 +175,66 @@ pub fn job_event<R: Runtime>(
         return None;
     }
     let buttons = action_type(event).zip(app.try_state::<Buttons>());
-    let with_buttons =
-        buttons.map(|(type_id, buttons)| (type_id, buttons.hold(Box::new(on_button))));
-    send(app, &title, &body, with_buttons);
-    with_buttons.map(|(_, id)| id)
+    let Some((type_id, buttons)) = buttons else {
+        send(app, &title, &body, None);
+        return None;
+    };
+    let held = Held {
+        on_button: Box::new(on_button),
+        title: title.clone(),
+        body: body.clone(),
+    };
+    let (id, given_up) = buttons.hold(held);
+    send(app, &title, &body, Some((type_id, id)));
+    close(app, given_up);
+    Some(id)
+}
+
+/// Closes the notifications given up (their jobs keep what they would have without a click):
+/// on Linux through the plugin (the server's `CloseNotification`), on macOS by removing the
+/// delivered notification of the same texts, which ends the plugin's wait for it.
+fn close<R: Runtime>(app: &AppHandle<R>, given_up: Vec<(i32, Held)>) {
+    for (id, held) in &given_up {
+        tracing::info!(
+            id,
+            title = %held.title,
+            body = %held.body,
+            "a notification given up: too many wait for a click"
+        );
+    }
+    if given_up.is_empty() {
+        return;
+    }
+    #[cfg(not(test))]
+    {
+        use tauri_plugin_notification::NotificationExt;
+        let ids = given_up.iter().map(|(id, _)| *id).collect();
+        if let Err(e) = app.notification().remove_active(ids) {
+            tracing::warn!(error = %e, "a notification given up could not be closed");
+        }
+    }
+    #[cfg(target_os = "macos")]
+    macos::remove_delivered(
+        app,
+        given_up
+            .into_iter()
+            .map(|(_, held)| (held.title, held.body))
+            .collect(),
+    );
+    #[cfg(not(target_os = "macos"))]
+    let _ = (app, given_up);
 }
 
 /// Sends a notification through the plugin, with the buttons of action type `type_id` under
 /// notification id `id` when given.
 fn send<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str, buttons: Option<(&str, i32)>) {
+    // On macOS the plugin keeps a thread waiting for every notification while a click
+    // handler is registered: one without buttons goes around it, and nothing waits for it.
+    #[cfg(all(not(test), target_os = "macos"))]
+    if buttons.is_none() {
+        macos::show_untracked(app, title, body);
+        return;
+    }
     #[cfg(not(test))]
     {
         use tauri_plugin_notification::NotificationExt;
