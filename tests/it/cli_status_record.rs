@@ -9,6 +9,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::proc_state;
+
 fn headroom() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_headroom"));
     // Never the real user's folders.
@@ -102,10 +104,22 @@ fn record_writes_a_parseable_trace_of_a_process() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
     let mut job = Command::new("sleep").arg("30").spawn().unwrap();
-    // Recorded once it is `sleep`: between fork and exec its memory is in flux.
+    // Recorded once it is `sleep` and asleep: between fork and exec, and until exec has
+    // faulted its first pages in (the name is set before), its memory is in flux; a cold
+    // CI run's first sample read a footprint of 0 there.
     let comm = format!("/proc/{}/comm", job.id());
+    let statm = format!("/proc/{}/statm", job.id());
+    let asleep = || {
+        let named = std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() == "sleep");
+        let resident = std::fs::read_to_string(&statm).ok().and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|r| r.parse::<u64>().ok())
+        });
+        named && resident.is_some_and(|r| r > 0) && proc_state(job.id()) == Some('S')
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::read_to_string(&comm).map_or(true, |c| c.trim() != "sleep") {
+    while !asleep() {
         assert!(std::time::Instant::now() < deadline, "sleep never started");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
