@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -68,6 +69,8 @@ class Guard(contextlib.ContextDecorator):
             self.args += ["--resume-calm", resume_calm]
         if kill_free is not None:
             self.args += ["--kill-free", str(kill_free)]
+        self._interrupts = on_budget == "interrupt" and self.pid == os.getpid()
+        self._sigint_before: object = None
         self.watch_pid: int | None = None
         #: The verdict of the last block this guard watched (``None`` before its end).
         self.verdict: Verdict | None = None
@@ -75,6 +78,7 @@ class Guard(contextlib.ContextDecorator):
 
     def __enter__(self) -> Guard:
         self.verdict = None
+        self._hear_interrupts()
         fd, name = tempfile.mkstemp(prefix="headroom-guard-", suffix=".json")
         os.close(fd)
         self._summary = Path(name)
@@ -82,8 +86,27 @@ class Guard(contextlib.ContextDecorator):
             self.watch_pid = _start_watch(self.pid, self.args, self._summary)
         except BaseException:
             self._summary.unlink(missing_ok=True)
+            self._restore_sigint()
             raise
         return self
+
+    def _hear_interrupts(self) -> None:
+        """A process started with SIGINT ignored (a script run in the background of another
+        script or shell: POSIX ignores SIGINT there) would never hear the guard's interrupt,
+        and would be stopped at half a budget more instead: inside the block SIGINT raises
+        ``KeyboardInterrupt`` all the same; the ignore comes back at its end. Only the main
+        thread can set it; elsewhere the process stays as it is."""
+        self._sigint_before = None
+        if not self._interrupts or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self._sigint_before = signal.SIG_IGN
+
+    def _restore_sigint(self) -> None:
+        before, self._sigint_before = self._sigint_before, None
+        if before is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def __exit__(self, *exc: object) -> None:
         watch, self.watch_pid = self.watch_pid, None
@@ -93,6 +116,7 @@ class Guard(contextlib.ContextDecorator):
         if summary is not None:
             self.verdict = _read_verdict(summary)
             summary.unlink(missing_ok=True)
+        self._restore_sigint()
 
 
 def _read_verdict(summary: Path) -> Verdict | None:

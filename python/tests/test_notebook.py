@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -99,7 +101,21 @@ def test_a_growing_cell_is_interrupted_and_the_kernel_answers_the_next(
         lab.close()
 
 
-def test_a_script_under_guard_gets_keyboard_interrupt(swap_lab, tmp_path: Path) -> None:
+def _sigint(how: str) -> Callable[[], None]:
+    """In the child before exec: SIGINT handled by default, or ignored, as a script started
+    in the background of another script inherits it (POSIX)."""
+    handler = signal.SIG_IGN if how == "ignored" else signal.SIG_DFL
+
+    def set_it() -> None:
+        signal.signal(signal.SIGINT, handler)
+
+    return set_it
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_a_script_under_guard_gets_keyboard_interrupt(
+    swap_lab, tmp_path: Path, sigint: str
+) -> None:
     script = tmp_path / "grow.py"
     script.write_text(
         "import dataclasses, json, headroom_memory, time\n"
@@ -114,6 +130,9 @@ def test_a_script_under_guard_gets_keyboard_interrupt(swap_lab, tmp_path: Path) 
         "except KeyboardInterrupt:\n"
         "    print('RESULT interrupted', len(chunks), flush=True)\n"
         "print('VERDICT', json.dumps(dataclasses.asdict(guard.verdict)), flush=True)\n"
+        "import signal\n"
+        "print('SIGINT', 'ignored' if signal.getsignal(signal.SIGINT) == signal.SIG_IGN\n"
+        "      else 'default', flush=True)\n"
     )
     lab = swap_lab(96, "guarded-script")
     try:
@@ -124,11 +143,15 @@ def test_a_script_under_guard_gets_keyboard_interrupt(swap_lab, tmp_path: Path) 
             timeout=180,
             env={**os.environ, "HEADROOM_JOB_CGROUP": "off"},
             check=False,
+            preexec_fn=_sigint(sigint),
         )
     finally:
         lab.close()
     assert out.returncode == 0, out.stderr
     assert "RESULT interrupted" in out.stdout, (out.stdout, out.stderr)
+    # Heard inside the block even when the script was started with SIGINT ignored; the
+    # ignore back after it.
+    assert f"SIGINT {sigint}" in out.stdout, out.stdout
     assert "interrupted" in out.stderr and "SIGINT to pid" in out.stderr, out.stderr
     # The guard's verdict on the block, as a dataclass: swap grew past the budget (the
     # interrupt came at it), and the watch ended with the block, the process left running.
