@@ -49,21 +49,51 @@ def control(binary: Path, *args: str) -> None:
     assert out.returncode == 0, (args, out.stderr)
 
 
+def held(pid: int) -> bool:
+    """Whether process `pid` is held still by its guard: stopped by a signal (state T), or in
+    a frozen cgroup (the v1 freezer's state, or v2's cgroup.events)."""
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
+    if state in ("T", "t"):
+        return True
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        number, controllers, path = line.split(":", 2)
+        if "freezer" in controllers.split(","):
+            state_file = Path("/sys/fs/cgroup/freezer" + path) / "freezer.state"
+            if state_file.exists() and state_file.read_text().strip() == "FROZEN":
+                return True
+        if number == "0":
+            events = Path("/sys/fs/cgroup" + path) / "cgroup.events"
+            if events.exists() and "frozen 1" in events.read_text():
+                return True
+    return False
+
+
+@pytest.mark.parametrize("membership", ["own cgroup", "processes"])
 def test_a_guarded_job_hears_its_pause_and_saves_its_work_when_stopped(
-    binary: Path, tmp_path: Path
+    binary: Path, tmp_path: Path, membership: str
 ) -> None:
+    # Both ways a guard knows its job: a cgroup of its own (the default as root on Linux: the
+    # pause is its freezer), or its processes (as on a Mac: the pause is SIGSTOP).
+    env = {k: v for k, v in os.environ.items() if k != "HEADROOM_JOB_CGROUP"}
+    if membership == "processes":
+        env["HEADROOM_JOB_CGROUP"] = "off"
     checkpoint = tmp_path / "checkpoint.json"
     guard = subprocess.Popen(
         [str(binary), "guard", "--wait-free", "0", "--grace", "7s", "--poll", "0.2s", "--",
          *job("callbacks", str(checkpoint))],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
     )
     lines = Lines(guard.stderr)
     try:
         pid = int(lines.wait("READY"))
         control(binary, "pause", str(pid))
+        deadline = time.monotonic() + 5
+        while not held(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert held(pid), f"{membership}: the job was never held still"
         time.sleep(0.5)
         assert not checkpoint.exists()
+        assert held(pid), f"{membership}: the job runs while paused"
         control(binary, "resume", str(pid))
         pause = json.loads(lines.wait("PAUSED"))
         assert pause["pause"] == 1 and pause["reason"] is None, pause  # asked, not a crossing
