@@ -220,8 +220,9 @@ pub fn remove(cgroup: &JobCgroup, patience: Duration) -> bool {
 
 /// Removes the job cgroups beside where `own` makes ours whose guard is gone and that hold
 /// no process: a guard killed outright (SIGKILL) cannot remove its job's cgroup, and a job that
-/// then ends by itself leaves no Headroom process to. Kept: a cgroup whose guard's pid runs
-/// (its guard, or a process that took the pid: kept a little longer, never removed early),
+/// then ends by itself leaves no Headroom process to. Kept: a cgroup whose guard's pid is
+/// there (its guard, another user's hidden by `hidepid`, or a process that took the pid: kept
+/// a little longer, never removed early; [`pid_exists`](crate::unix::signals::pid_exists)),
 /// one made less than [`ORPHAN_AGE`] ago (a guard in another pid namespace, between making
 /// its cgroup and starting its job), and one that holds a process (the kernel refuses; a
 /// takeover needs it). How many were removed.
@@ -248,7 +249,7 @@ pub fn remove_orphans(own: &OwnDirs) -> usize {
                 .ok()
                 .and_then(|made| made.elapsed().ok())
                 .is_some_and(|age| age >= ORPHAN_AGE);
-            if !old || Path::new("/proc").join(guard_pid.to_string()).exists() {
+            if !old || crate::unix::signals::pid_exists(guard_pid) {
                 continue;
             }
             let mut dirs = cgroup_subtree(&dir);

@@ -92,6 +92,17 @@ pub fn send_group(pgid: u32, signal: i32) -> io::Result<()> {
     check(unsafe { libc::killpg(pgid, signal) })
 }
 
+/// False only when no process has pid `pid` (`ESRCH`): another user's process (`EPERM`), one
+/// a `/proc` mounted with `hidepid` hides, a zombie and a pid that names no single process
+/// (0, or past `pid_t`) all count as there, so a caller that acts on a process's absence
+/// never acts on a doubt.
+pub fn pid_exists(pid: u32) -> bool {
+    match send(pid, 0) {
+        Ok(()) => true,
+        Err(e) => e.raw_os_error() != Some(libc::ESRCH),
+    }
+}
+
 /// True while any process (zombies included) is in group `pgid` (tests check that a stop
 /// left no process behind).
 #[cfg(test)]
@@ -122,6 +133,18 @@ pub fn current_uid() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pid_is_absent_only_when_no_process_has_it() {
+        assert!(pid_exists(std::process::id()));
+        assert!(pid_exists(1), "init: another user's or ours, it is there");
+        assert!(pid_exists(0), "0 names no single process: a doubt");
+        assert!(pid_exists(u32::MAX), "past pid_t: a doubt");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!pid_exists(pid), "a reaped child is gone");
+    }
 
     /// Our process group.
     fn current_pgid() -> u32 {
