@@ -70,7 +70,7 @@ class Guard(contextlib.ContextDecorator):
         if kill_free is not None:
             self.args += ["--kill-free", str(kill_free)]
         self._interrupts = on_budget == "interrupt" and self.pid == os.getpid()
-        self._sigint_before: object = None
+        self._ignore_sigint_after = False
         self.watch_pid: int | None = None
         #: The verdict of the last block this guard watched (``None`` before its end).
         self.verdict: Verdict | None = None
@@ -96,16 +96,16 @@ class Guard(contextlib.ContextDecorator):
         and would be stopped at half a budget more instead: inside the block SIGINT raises
         ``KeyboardInterrupt`` all the same; the ignore comes back at its end. Only the main
         thread can set it; elsewhere the process stays as it is."""
-        self._sigint_before = None
+        self._ignore_sigint_after = False
         if not self._interrupts or threading.current_thread() is not threading.main_thread():
             return
         if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            self._sigint_before = signal.SIG_IGN
+            self._ignore_sigint_after = True
 
     def _restore_sigint(self) -> None:
-        before, self._sigint_before = self._sigint_before, None
-        if before is not None and threading.current_thread() is threading.main_thread():
+        ignore, self._ignore_sigint_after = self._ignore_sigint_after, False
+        if ignore and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def __exit__(self, *exc: object) -> None:

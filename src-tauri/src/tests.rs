@@ -530,6 +530,23 @@ fn a_job_paused_at_its_floor_stays_paused_across_a_restart_and_is_stopped_from_t
     );
 }
 
+/// A `sleep 60` the app guards (a budget it passes, no free floor): for the notification
+/// tests, whose job's buttons act on it.
+#[cfg(target_os = "linux")]
+fn guarded_sleep(app: &App) -> std::process::Child {
+    let child = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    call(
+        app,
+        "guard",
+        json!({"pid": child.id(), "swapBudget": "8G", "killFree": "0"}),
+    )
+    .unwrap();
+    child
+}
+
 /// A click on button `key` of notification `id`, as tauri-plugin-notification reports it to
 /// its `on_action` handler (the same on Linux and macOS).
 #[cfg(target_os = "linux")]
@@ -566,17 +583,8 @@ fn notification_buttons_spare_pause_resume_and_stop() {
 
     let app = app();
     let handle = app.window.app_handle().clone();
-    let mut child = std::process::Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .unwrap();
+    let mut child = guarded_sleep(&app);
     let pid = child.id();
-    call(
-        &app,
-        "guard",
-        json!({"pid": pid, "swapBudget": "8G", "killFree": "0"}),
-    )
-    .unwrap();
     let job_id = || {
         let jobs = call(&app, "get_jobs", json!({})).unwrap();
         jobs[0]["id"].as_str().unwrap()[4..].parse::<u64>().unwrap()
@@ -664,17 +672,8 @@ fn the_oldest_of_too_many_waiting_notifications_is_given_up_and_answers_nothing(
     };
     let app = app();
     let handle = app.window.app_handle().clone();
-    let mut child = std::process::Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .unwrap();
+    let mut child = guarded_sleep(&app);
     let pid = child.id();
-    call(
-        &app,
-        "guard",
-        json!({"pid": pid, "swapBudget": "8G", "killFree": "0"}),
-    )
-    .unwrap();
     let jobs = call(&app, "get_jobs", json!({})).unwrap();
     let job_id = jobs[0]["id"].as_str().unwrap()[4..].parse::<u64>().unwrap();
     let notify = || {

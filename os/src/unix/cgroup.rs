@@ -209,11 +209,19 @@ pub fn remove(cgroup: &JobCgroup, patience: Duration) -> bool {
         .chain(std::iter::once(&cgroup.memory_dir));
     let mut removed = true;
     for top in tops {
-        let mut dirs = cgroup_subtree(top);
-        dirs.reverse();
-        for dir in dirs {
-            removed &= remove_dir(&dir, patience);
-        }
+        removed &= remove_tree(top, patience);
+    }
+    removed
+}
+
+/// Removes cgroup `top` and every cgroup beneath it, children first, each tried for up to
+/// `patience` ([`remove_dir`]); true when nothing of it is left.
+fn remove_tree(top: &Path, patience: Duration) -> bool {
+    let mut dirs = cgroup_subtree(top);
+    dirs.reverse();
+    let mut removed = true;
+    for dir in dirs {
+        removed &= remove_dir(&dir, patience);
     }
     removed
 }
@@ -252,10 +260,8 @@ pub fn remove_orphans(own: &OwnDirs) -> usize {
             if !old || crate::unix::signals::pid_exists(guard_pid) {
                 continue;
             }
-            let mut dirs = cgroup_subtree(&dir);
-            dirs.reverse();
-            // Children first; a cgroup that holds a process stays (EBUSY).
-            if dirs.iter().all(|d| remove_dir(d, Duration::ZERO)) {
+            // A cgroup that holds a process stays (EBUSY).
+            if remove_tree(&dir, Duration::ZERO) {
                 removed += 1;
             }
         }
