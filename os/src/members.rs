@@ -434,6 +434,23 @@ impl Members {
         gone.is_empty().then(|| self.with_cgroup(total))
     }
 
+    /// A quiet look ([`MemberSet::quiet_look`]): what a light look would find, where that
+    /// reads no member's file (the job's memory is its cgroup's, or the job is too large for
+    /// a light look to read each member's, and every live member is watched for its exit or
+    /// the job is too large for their states to be read) and no watched one has exited;
+    /// `None` when a light look would read something, or find a member gone.
+    fn quiet_look(&mut self) -> Option<TreeMemory> {
+        let then = self.memory_then?;
+        let large = self.live.len() > LIGHT_READS_AT_MOST;
+        let cgroup_figures = self
+            .cgroup_now
+            .as_ref()
+            .is_some_and(|c| c.working_set_bytes.is_some());
+        let watched = self.watches.len() == self.live.len();
+        let unread = large || (cgroup_figures && watched);
+        (unread && !self.live.is_empty() && !self.watches.any_exited()).then_some(then)
+    }
+
     /// The members' summed memory, with the kernel's own numbers where the job has a cgroup
     /// of its own and it was read: its working set as the footprint (every page charged to
     /// it, whichever member or file it is), its accounted swap as the swap.
@@ -572,6 +589,21 @@ impl MemberSet {
         let mut members = self.lock();
         let memory = members.refresh_light(counters)?;
         Some((Some(memory), members.live().to_vec()))
+    }
+
+    /// A quiet look, between the light looks of a job that sits still
+    /// (`headroom_rules::policy::quiet`): the memory a light look would hand on, where that
+    /// reads no member's file (a job with its own memory cgroup, or one too large for a light
+    /// look to read its members), asking the members' exit watches; `None` where a light look
+    /// is needed (it would read a member's file, or a member has exited). So a quiet look
+    /// finds what a light one would.
+    pub fn quiet_look(&self) -> Option<TreeMemory> {
+        self.lock().quiet_look()
+    }
+
+    /// The live members as the last look found them.
+    pub fn live_members(&self) -> Vec<Member> {
+        self.lock().live().to_vec()
     }
 
     /// The job's own cgroup, if it has one.

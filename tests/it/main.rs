@@ -24,6 +24,7 @@ mod orphans;
 mod other_users;
 mod pause;
 mod queue;
+mod quiet;
 mod real_swap;
 mod real_swap_order;
 mod real_swap_pause;

@@ -2,6 +2,7 @@
 //! the engine and carries out its actions; [`run`] sets a live job up (the command, its
 //! socket, its outputs), drives it, and stops it if the loop panics.
 
+use std::collections::VecDeque;
 use std::io;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,12 +10,12 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use super::effects::LiveEffects;
-use super::live::{LiveSource, Wake, BACKLOG};
+use super::live::{LiveSource, Wake, WakeSender, BACKLOG};
 use super::outputs::{Outputs, Sink};
 use super::pushes::SessionPushes;
 use super::spawned::launch_job;
 use super::step::{look_due, step};
-use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Outcome, Source};
+use super::{DriveError, DriverEffects, Input, Interrupts, Launch, Look, Outcome, Source};
 use crate::peers::{PeerBoard, PeerSource};
 use crate::sampler::InlineSampler;
 use crate::socket::{not_here, Answer, JobSocket, Request};
@@ -41,8 +42,13 @@ pub fn drive(
     let mut view = JobView::default();
     loop {
         let (due, aimed) = look_due(engine, poll);
-        // Light checks while it runs far from its limits; near one, full reads.
-        source.next_look(engine.light_ok(job), aimed);
+        // Light checks while it runs far from its limits; near one, full reads. Quiet ones
+        // while nothing moves and the rules wait for no time to pass.
+        source.next_look(Look {
+            light: engine.light_ok(job),
+            aimed,
+            quiet: engine.quiet(job),
+        });
         let input = source.next(due);
         if matches!(input, Input::Sample(_)) {
             if let Some(peers) = source.peers() {
@@ -151,9 +157,10 @@ pub fn run(
         check_now: false,
         reap_due: true,
         signal_pending: pending,
-        pending: None,
+        pending: VecDeque::new(),
         peers: peers.map(PeerBoard::new),
         aimed: false,
+        quiet: None,
     };
     let mut effects = LiveEffects::new(
         counters,
@@ -199,24 +206,22 @@ pub fn run(
 /// flag of a pending signal.
 fn wake_on_signals(
     interrupts: &dyn Interrupts,
-) -> (
-    mpsc::SyncSender<Wake>,
-    mpsc::Receiver<Wake>,
-    Arc<AtomicBool>,
-) {
-    let (wake, wakes) = mpsc::sync_channel::<Wake>(BACKLOG);
+) -> (WakeSender, mpsc::Receiver<Wake>, Arc<AtomicBool>) {
+    let (queue, wakes) = mpsc::sync_channel::<Wake>(BACKLOG);
+    // The driver's loop runs on this thread (`run`'s caller).
+    let wake = WakeSender::new(queue, std::thread::current());
     let requests = wake.clone();
     let pending = Arc::new(AtomicBool::new(false));
     let signal_pending = Arc::clone(&pending);
     let pressure = wake.clone();
     interrupts.on_signal(Box::new(move || {
         if !signal_pending.swap(true, Ordering::SeqCst) {
-            let _ = wake.try_send(Wake::Signal);
+            wake.send(Wake::Signal);
         }
     }));
     // A hint (macOS): the next look comes at once; the counters decide.
     headroom_os::unix::pressure::on_memory_pressure(Box::new(move || {
-        let _ = pressure.try_send(Wake::Pressure);
+        pressure.send(Wake::Pressure);
     }));
     (requests, wakes, pending)
 }
@@ -252,11 +257,7 @@ pub const REPLY_WAIT: Duration = Duration::from_secs(1);
 /// Serves the job's socket: marks from its members, pause/resume/stop from its owner, each
 /// handed to the loop, which answers with the engine's decision. A request for another
 /// job (its pid is not this job's leader) is answered at once.
-fn serve_requests(
-    server: &mut JobSocket,
-    root: u32,
-    wake: mpsc::SyncSender<Wake>,
-) -> io::Result<()> {
+fn serve_requests(server: &mut JobSocket, root: u32, wake: WakeSender) -> io::Result<()> {
     server.serve(move |peer, request| {
         if let Request::Control { pid, .. } = request {
             if pid != root {
@@ -264,12 +265,12 @@ fn serve_requests(
             }
         }
         let (reply, answer) = mpsc::sync_channel(1);
-        let woke = wake.try_send(Wake::Request {
+        let woke = wake.send(Wake::Request {
             peer,
             request,
             reply,
         });
-        if woke.is_err() {
+        if !woke {
             return Answer::Refused("Headroom is busy with this job; try again".into());
         }
         match answer.recv_timeout(REPLY_WAIT) {

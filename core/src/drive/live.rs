@@ -3,13 +3,15 @@
 //! requests and marks that come over the job's socket, and Ctrl-Z. The driver's loop
 //! (`super::drive`) asks it for the next input and never sleeps anywhere else.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::thread::Thread;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::spawned::{Reaped, Spawned};
-use super::{Input, Interrupts, Reply, Source};
+use super::{Input, Interrupts, Look, Reply, Source};
 use crate::peers::PeerBoard;
 use crate::sampler::InlineSampler;
 use crate::socket::Request;
@@ -23,6 +25,7 @@ use headroom_os::unix::jobctl;
 use headroom_os::unix::signals;
 use headroom_os::unix::signals::{Kernel, SIGCONT};
 use headroom_rules::engine::Moment;
+use headroom_rules::policy::quiet::Quiet;
 
 /// Wake-ups queued for the driver at most (signals: one is enough; requests beyond are
 /// refused as busy).
@@ -45,6 +48,34 @@ pub(crate) enum Wake {
     },
 }
 
+/// Where the driver's wake-ups are sent from (its signal handler's thread, the job's socket,
+/// the OS's memory-pressure hint): each is queued, then the driver's thread is unparked.
+/// The driver waits with [`std::thread::park_timeout`] between checks (`LiveSource::wait`):
+/// one system call, where a wait in the queue itself registers and unregisters with it at
+/// every check (measured in `docs/benchmarks.md`).
+#[derive(Debug, Clone)]
+pub(crate) struct WakeSender {
+    queue: SyncSender<Wake>,
+    driver: Thread,
+}
+
+impl WakeSender {
+    /// Wake-ups for the driver running on `driver`, queued in `queue`.
+    pub(crate) fn new(queue: SyncSender<Wake>, driver: Thread) -> Self {
+        WakeSender { queue, driver }
+    }
+
+    /// Queues `wake` and wakes the driver; false, with nothing queued, when the queue is
+    /// full or the driver gone.
+    pub(crate) fn send(&self, wake: Wake) -> bool {
+        let queued = self.queue.try_send(wake).is_ok();
+        if queued {
+            self.driver.unpark();
+        }
+        queued
+    }
+}
+
 /// The live inputs of one job.
 pub(super) struct LiveSource<'a> {
     pub(super) counters: &'a Counters,
@@ -63,20 +94,68 @@ pub(super) struct LiveSource<'a> {
     pub(super) reap_due: bool,
     /// Set by the signal handler's wake-up, cleared when it is taken: one queued at most.
     pub(super) signal_pending: Arc<AtomicBool>,
-    /// A mark waiting for the fresh look at the job taken just before it: its sender may be
-    /// a process born since the last check.
-    pub(super) pending: Option<Input>,
+    /// Inputs to hand on before any new one, in order: a mark waiting for the fresh look at
+    /// the job taken just before it (its sender may be a process born since the last
+    /// check), a sample read as the leader exited, the samples of quiet checks.
+    pub(super) pending: VecDeque<Input>,
     /// Other guards' jobs, for a job that pauses at its budget (the pause order).
     pub(super) peers: Option<PeerBoard>,
     /// The next timed check is a look aimed at the crossing (`headroom_rules::policy::aim`).
     pub(super) aimed: bool,
+    /// Timed checks are quiet ones while their readings match this
+    /// (`headroom_rules::policy::quiet`).
+    pub(super) quiet: Option<Quiet>,
 }
 
 impl Source for LiveSource<'_> {
     fn next(&mut self, due: Duration) -> Input {
-        if let Some(input) = self.pending.take() {
+        if let Some(input) = self.pending.pop_front() {
             return input;
         }
+        let input = self.fresh(due);
+        if !self.sampler.holds() {
+            return input;
+        }
+        // The readings of quiet checks came before it: they are judged first, in order.
+        let held = self.sampler.take_held();
+        tracing::debug!(
+            readings = held.len(),
+            "quiet checks: held readings judged now"
+        );
+        let mut held = held.into_iter().map(Input::Sample);
+        let Some(first) = held.next() else {
+            return input;
+        };
+        let later: VecDeque<Input> = held
+            .chain(std::iter::once(input))
+            .chain(self.pending.drain(..))
+            .collect();
+        self.pending = later;
+        first
+    }
+
+    fn now(&self) -> Moment {
+        Moment {
+            at: SystemTime::now(),
+            clock: self.sampler.clock(),
+        }
+    }
+
+    fn peers(&mut self) -> Option<crate::peers::Peers> {
+        self.peers.as_mut()?.read()
+    }
+
+    fn next_look(&mut self, look: Look) {
+        self.sampler.allow_light(look.light);
+        self.aimed = look.aimed;
+        self.quiet = look.quiet.filter(|_| look.light && !look.aimed);
+    }
+}
+
+impl LiveSource<'_> {
+    /// The next input from the job, its socket, the terminal or the clock: what
+    /// [`Source::next`] hands on once the readings of quiet checks taken meanwhile are.
+    fn fresh(&mut self, due: Duration) -> Input {
         loop {
             if let Some(input) = self.key() {
                 return input;
@@ -96,7 +175,7 @@ impl Source for LiveSource<'_> {
                 return self.sample();
             }
             self.sampler.set_interval(due);
-            match self.wakes.recv_timeout(self.sampler.until_next()) {
+            match self.wait(self.sampler.until_next()) {
                 Ok(Wake::Signal) => {
                     self.signal_pending.store(false, Ordering::SeqCst);
                     self.reap_due = true;
@@ -119,13 +198,19 @@ impl Source for LiveSource<'_> {
                             | Input::Report { .. }
                     );
                     if from_member && !self.members.knows(peer) {
-                        self.pending = Some(input);
+                        self.pending.push_back(input);
                         self.sampler.full_next();
                         return self.sample();
                     }
                     return input;
                 }
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    // A quiet reading is held, and the wait goes on.
+                    if let Some(quiet) = self.quiet {
+                        if self.sampler.quiet_tick(&quiet) {
+                            continue;
+                        }
+                    }
                     let aimed = self.aimed;
                     return self.sample_as(aimed);
                 }
@@ -133,24 +218,6 @@ impl Source for LiveSource<'_> {
         }
     }
 
-    fn now(&self) -> Moment {
-        Moment {
-            at: SystemTime::now(),
-            clock: self.sampler.clock(),
-        }
-    }
-
-    fn peers(&mut self) -> Option<crate::peers::Peers> {
-        self.peers.as_mut()?.read()
-    }
-
-    fn next_look(&mut self, light: bool, aimed: bool) {
-        self.sampler.allow_light(light);
-        self.aimed = aimed;
-    }
-}
-
-impl LiveSource<'_> {
     /// The leader's exit, if it just exited (reaped here, the one place): the driver then
     /// holds the terminal for the job (its keys are sent on to every member). A Ctrl-Z is
     /// handled on the spot.
@@ -217,7 +284,7 @@ impl LiveSource<'_> {
         match self.reaped() {
             Some(exit) => {
                 self.check_now = false;
-                self.pending = Some(sample);
+                self.pending.push_back(sample);
                 exit
             }
             None => sample,
@@ -296,6 +363,24 @@ impl LiveSource<'_> {
         );
         // A check at once: the job may have changed while the driver was stopped.
         self.check_now = true;
+    }
+
+    /// The next wake-up within `timeout`: parked until one is sent ([`WakeSender`]) or the
+    /// time is up (a spurious unpark only looks at the queue again).
+    fn wait(&self, timeout: Duration) -> Result<Wake, RecvTimeoutError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.wakes.try_recv() {
+                Ok(wake) => return Ok(wake),
+                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(TryRecvError::Empty) => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            std::thread::park_timeout(left);
+        }
     }
 
     /// Hands the requests the loop will not take any more a last answer (the job ended).

@@ -183,11 +183,23 @@ pub trait Source {
     fn peers(&mut self) -> Option<crate::peers::Peers> {
         None
     }
-    /// How the checks that follow are taken: whether they may be `light` ones (while the
-    /// job runs; a pause or a stop under way or held is checked in full, see
-    /// `crate::sampler::read_sample`), and whether the next one is a look `aimed` at the
-    /// crossing (`headroom_rules::policy::aim`), which its sample then says ([`Sample::aimed`]).
-    fn next_look(&mut self, _light: bool, _aimed: bool) {}
+    /// How the checks that follow are taken ([`Look`]).
+    fn next_look(&mut self, _look: Look) {}
+}
+
+/// How a source takes the checks that follow, as the engine's state after the last input
+/// allows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Look {
+    /// They may be light ones (while the job runs; a pause or a stop under way or held is
+    /// checked in full, see `crate::sampler::read_sample`).
+    pub light: bool,
+    /// The next one is a look aimed at the crossing (`headroom_rules::policy::aim`), which
+    /// its sample then says ([`Sample::aimed`]).
+    pub aimed: bool,
+    /// Readings that match this are quiet: a live source may hold them and hand them on
+    /// later, in order, before the next input (`headroom_rules::policy::quiet`).
+    pub quiet: Option<headroom_rules::policy::quiet::Quiet>,
 }
 
 /// What a job's actions do, and where its progress goes.

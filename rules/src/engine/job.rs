@@ -8,6 +8,7 @@ use super::aim::Looks;
 use super::phase::{PauseCheck, PausePhase, RefusedMembers, StopCheck, StopPhase};
 use super::{Action, JobMode, JobSpec, JobStatus, Moment, StartMemory, STOP_CHECK};
 use crate::policy::order::{self, Me, Peer, PeerAt};
+use crate::policy::quiet::Quiet;
 use crate::policy::share::{self, OtherJob};
 use crate::policy::{
     aim, check_interval, light_check_ok, room_check_interval, EndReason, EventGate, JobEvent,
@@ -77,6 +78,9 @@ pub(super) struct Job {
     /// Its next check may be a light one ([`crate::policy::light_check_ok`]; always for a
     /// watched job, which is stopped at no limit).
     pub(super) light_ok: bool,
+    /// The last check let the readings after it be quiet ones, held and judged later
+    /// ([`crate::policy::quiet`]): what it read, while the job runs.
+    pub(super) quiet: Option<Quiet>,
     /// Its stages, as marked.
     pub(super) stages: StageTracker,
     /// Its pauses so far.
@@ -170,6 +174,7 @@ impl Job {
             check: spec.poll,
             looks: Looks::default(),
             light_ok: false,
+            quiet: None,
             spec,
             ledger,
             events: EventGate::default(),
@@ -318,6 +323,8 @@ impl Job {
             at: sample.at,
             clock: sample.since_start,
         });
+        // Set again by a running job's rules, when this sample allows it.
+        self.quiet = None;
         let tracked = sample.tracked.iter().find(|t| t.identity == self.root);
         if let Some(tracked) = tracked {
             self.seen.clone_from(&tracked.members);
@@ -429,6 +436,18 @@ impl Job {
             }
             actions.push(self.notify(event));
         }
+        // Quiet readings may follow only where nothing in the rules moves with time alone
+        // (`crate::policy::quiet`); on macOS the rise of memory in use is judged over a
+        // window of time too, so none are quiet there.
+        let calm = self.light_ok
+            && stop.is_none()
+            && aim_at.is_none()
+            && self.interrupted.is_none()
+            && self.making_room.is_none()
+            && obs.limit_bytes.is_none()
+            && obs.in_use_bytes.is_none()
+            && !self.events.growth_event_waits(&limits, total);
+        self.quiet = calm.then(|| Quiet::around(obs));
         match stop {
             Some(reason) if self.interrupts(&reason) => self.interrupt(reason, obs, actions),
             Some(reason) if self.yields() => self.answer_crossing(reason, peers, actions),
@@ -524,6 +543,7 @@ impl Job {
             PauseCheck::RunsAgain { pids, continued } => {
                 self.pauses.end(self.seen_at);
                 self.phase = Phase::Running;
+                self.quiet = None;
                 self.check = self.spec.poll.min(self.check);
                 actions.push(self.notify(JobEvent::RunsAgain { pids, continued }));
             }
@@ -636,6 +656,7 @@ impl Job {
         self.ledger.rebase(swap);
         self.events.rearm();
         self.phase = Phase::Running;
+        self.quiet = None;
         self.check = self.spec.poll.min(self.check);
         actions.push(self.notify(JobEvent::Resumed {
             free_percent,

@@ -10,6 +10,7 @@ use super::phase::PausePhase;
 use super::records::{FinishedJob, FinishedRun, RunStart, SavedJob};
 use super::{Action, JobMode, JobSpec, JobStatus, JobView, Moment, StartMemory};
 use crate::policy::order::{Peer, PeerAt};
+use crate::policy::quiet::Quiet;
 use crate::policy::share::OtherJob;
 use crate::policy::{EndReason, JobEvent, Limits, StopReason, Verdict};
 use crate::sample::Sample;
@@ -407,6 +408,16 @@ impl Engine {
     pub fn light_ok(&self, id: u64) -> bool {
         self.job(id)
             .is_some_and(|j| matches!(j.phase, Phase::Running) && j.light_ok)
+    }
+
+    /// Whether the readings after job `id`'s last check may be quiet ones, held by the
+    /// driver and judged later with the next one that moves ([`crate::policy::quiet`]): what
+    /// that check read, while the job runs far from its limits and its rules wait for no
+    /// time to pass.
+    pub fn quiet(&self, id: u64) -> Option<Quiet> {
+        self.job(id)
+            .filter(|j| matches!(j.phase, Phase::Running) && j.light_ok)
+            .and_then(|j| j.quiet)
     }
 
     /// For a driver that takes looks aimed at the crossing between regular checks (a

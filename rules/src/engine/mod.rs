@@ -328,4 +328,6 @@ mod interrupt_tests;
 #[cfg(test)]
 mod order_tests;
 #[cfg(test)]
+mod quiet_tests;
+#[cfg(test)]
 mod tests;

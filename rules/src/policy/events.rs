@@ -175,6 +175,13 @@ impl EventGate {
         events
     }
 
+    /// Whether a swap-growth event waits for its minute ([`Limits::notify_min_interval`]):
+    /// growth `growth_bytes` passed a step not yet told. It is told at the first observation
+    /// after the minute, whatever swap does then.
+    pub fn growth_event_waits(&self, limits: &Limits, growth_bytes: u64) -> bool {
+        growth_bytes / limits.notify_step_bytes.max(1) > self.steps_reported
+    }
+
     /// A new budget (after a resume): the warning is armed again.
     pub fn rearm(&mut self) {
         self.warned = false;

@@ -120,6 +120,10 @@ pub fn aim(
     (crossing < next).then(|| (crossing + AIM_AFTER).max(AIM_MIN).min(next))
 }
 
+/// How long the driver holds quiet readings ([`quiet`]) at most before it has them judged:
+/// what a held reading leads to is done this late at the most.
+pub const QUIET_HOLD: Duration = Duration::from_secs(10);
+
 /// Free memory at least this many points above the free floor for a guarded job's next
 /// check to be a light one ([`light_check_ok`]).
 pub const LIGHT_ROOM_PERCENT: f64 = 10.0;
@@ -311,6 +315,7 @@ impl Observation {
 mod events;
 mod ledger;
 pub mod order;
+pub mod quiet;
 mod reasons;
 pub mod share;
 mod start;

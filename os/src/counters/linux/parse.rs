@@ -117,18 +117,34 @@ pub(super) struct Vmstat {
 
 pub(super) fn parse_vmstat(bytes: &[u8]) -> Vmstat {
     let mut v = Vmstat::default();
+    // Five of some 170 lines are read: a value is parsed only for them, and the scan stops
+    // once all five are seen (each once: the first line that names it counts).
+    let mut seen = [false; 5];
     for line in bytes.split(|&b| b == b'\n') {
         let Some(space) = line.iter().position(|&b| b == b' ') else {
             continue;
         };
+        let field = match &line[..space] {
+            b"pswpin" => 0,
+            b"pswpout" => 1,
+            b"pgpgin" => 2,
+            b"pgpgout" => 3,
+            b"oom_kill" => 4,
+            _ => continue,
+        };
+        if std::mem::replace(&mut seen[field], true) {
+            continue;
+        }
         let value = parse_kv_u64(&line[space..]).unwrap_or(0);
-        match &line[..space] {
-            b"pswpin" => v.pswpin_pages = value,
-            b"pswpout" => v.pswpout_pages = value,
-            b"pgpgin" => v.pgpgin_kib = value,
-            b"pgpgout" => v.pgpgout_kib = value,
-            b"oom_kill" => v.oom_kill = Some(value),
-            _ => {}
+        match field {
+            0 => v.pswpin_pages = value,
+            1 => v.pswpout_pages = value,
+            2 => v.pgpgin_kib = value,
+            3 => v.pgpgout_kib = value,
+            _ => v.oom_kill = Some(value),
+        }
+        if seen.iter().all(|&s| s) {
+            break;
         }
     }
     v
