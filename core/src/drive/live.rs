@@ -51,8 +51,8 @@ pub(crate) enum Wake {
 /// Where the driver's wake-ups are sent from (its signal handler's thread, the job's socket,
 /// the OS's memory-pressure hint): each is queued, then the driver's thread is unparked.
 /// The driver waits with [`std::thread::park_timeout`] between checks (`LiveSource::wait`):
-/// one system call, where a wait in the queue itself registers and unregisters with it at
-/// every check (measured in `docs/benchmarks.md`).
+/// one system call, where a wait in the queue itself registers and unregisters a waker with
+/// it at every check (`docs/benchmarks.md`, the guard's CPU against a sysinfo timer).
 #[derive(Debug, Clone)]
 pub(crate) struct WakeSender {
     queue: SyncSender<Wake>,
