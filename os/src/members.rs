@@ -279,7 +279,7 @@ impl Members {
         if self.watches.any_exited() {
             return true;
         }
-        if self.watches.len() == self.live.len() || self.live.len() > LIGHT_READS_AT_MOST {
+        if self.states_unread() {
             return false;
         }
         let before = self.live.len();
@@ -423,31 +423,35 @@ impl Members {
         if self.look_light(counters) || self.live.is_empty() {
             return None;
         }
-        let cgroup_figures = self
-            .cgroup_now
-            .as_ref()
-            .is_some_and(|c| c.working_set_bytes.is_some());
-        if cgroup_figures || self.live.len() > LIGHT_READS_AT_MOST {
+        if self.memory_unread() {
             return Some(then);
         }
         let (total, gone) = self.memory(counters);
         gone.is_empty().then(|| self.with_cgroup(total))
     }
 
-    /// A quiet look ([`MemberSet::quiet_look`]): what a light look would find, where that
-    /// reads no member's file (the job's memory is its cgroup's, or the job is too large for
-    /// a light look to read each member's, and every live member is watched for its exit or
-    /// the job is too large for their states to be read) and no watched one has exited;
-    /// `None` when a light look would read something, or find a member gone.
-    fn quiet_look(&mut self) -> Option<TreeMemory> {
-        let then = self.memory_then?;
-        let large = self.live.len() > LIGHT_READS_AT_MOST;
+    /// A light look reads no member's state: every live one is watched for its exit, or the
+    /// job is too large for their states to be read.
+    fn states_unread(&self) -> bool {
+        self.watches.len() == self.live.len() || self.live.len() > LIGHT_READS_AT_MOST
+    }
+
+    /// A light look reads no member's memory: the job's is its cgroup's, or the job is too
+    /// large for each member's to be read (the last full look's is handed on).
+    fn memory_unread(&self) -> bool {
         let cgroup_figures = self
             .cgroup_now
             .as_ref()
             .is_some_and(|c| c.working_set_bytes.is_some());
-        let watched = self.watches.len() == self.live.len();
-        let unread = large || (cgroup_figures && watched);
+        cgroup_figures || self.live.len() > LIGHT_READS_AT_MOST
+    }
+
+    /// A quiet look ([`MemberSet::quiet_look`]): what a light look would find, where that
+    /// reads no member's file and no watched member has exited; `None` when a light look
+    /// would read something, or find a member gone.
+    fn quiet_look(&mut self) -> Option<TreeMemory> {
+        let then = self.memory_then?;
+        let unread = self.states_unread() && self.memory_unread();
         (unread && !self.live.is_empty() && !self.watches.any_exited()).then_some(then)
     }
 

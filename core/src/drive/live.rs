@@ -148,7 +148,7 @@ impl Source for LiveSource<'_> {
     fn next_look(&mut self, look: Look) {
         self.sampler.allow_light(look.light);
         self.aimed = look.aimed;
-        self.quiet = look.quiet.filter(|_| look.light && !look.aimed);
+        self.quiet = look.quiet;
     }
 }
 

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::steady::Steadiness;
 use super::{
-    full_spacing_for, next_tick, read_sample, ErrorOnce, Sample, FULL_EVERY, FULL_SPACING,
+    full_spacing_for, next_tick, read_sample, tracked_sample, ErrorOnce, Sample, FULL_EVERY,
+    FULL_SPACING,
 };
 use headroom_model::counters::SystemCounters;
 use headroom_os::counters::CounterSource;
@@ -218,14 +219,7 @@ impl InlineSampler {
                 return false;
             };
             if first {
-                tracked.push(TrackedSample {
-                    identity: set.root(),
-                    memory: Some(memory),
-                    members: set.live_members(),
-                    kernel_peak_bytes: set.kernel_peak_bytes(),
-                    in_own_cgroup: set.in_own_memory_cgroup(),
-                    cgroup_oom_kills: set.cgroup_oom_kills(),
-                });
+                tracked.push(tracked_sample(set, Some(memory), set.live_members()));
             }
         }
         if first {

@@ -20,7 +20,8 @@ pub mod steady;
 pub use inline::InlineSampler;
 
 use headroom_model::counters::SystemCounters;
-use headroom_model::process::ProcessIdentity;
+use headroom_model::members::Member;
+use headroom_model::process::{ProcessIdentity, TreeMemory};
 use headroom_os::counters::{CounterSource, Counters, Result};
 use headroom_os::members::MemberSet;
 
@@ -120,14 +121,7 @@ pub fn read_sample(
                 full = true;
                 set.refresh(counters)
             });
-            TrackedSample {
-                identity: set.root(),
-                memory,
-                members,
-                kernel_peak_bytes: set.kernel_peak_bytes(),
-                in_own_cgroup: set.in_own_memory_cgroup(),
-                cgroup_oom_kills: set.cgroup_oom_kills(),
-            }
+            tracked_sample(set, memory, members)
         })
         .collect();
     let system = match last {
@@ -143,6 +137,23 @@ pub fn read_sample(
         system: system.ok(),
         tracked,
         error,
+    }
+}
+
+/// Job `set` at one tick: its members' `memory` and the live `members` a look found, with
+/// what the set keeps of its cgroup.
+fn tracked_sample(
+    set: &MemberSet,
+    memory: Option<TreeMemory>,
+    members: Vec<Member>,
+) -> TrackedSample {
+    TrackedSample {
+        identity: set.root(),
+        memory,
+        members,
+        kernel_peak_bytes: set.kernel_peak_bytes(),
+        in_own_cgroup: set.in_own_memory_cgroup(),
+        cgroup_oom_kills: set.cgroup_oom_kills(),
     }
 }
 

@@ -543,7 +543,6 @@ impl Job {
             PauseCheck::RunsAgain { pids, continued } => {
                 self.pauses.end(self.seen_at);
                 self.phase = Phase::Running;
-                self.quiet = None;
                 self.check = self.spec.poll.min(self.check);
                 actions.push(self.notify(JobEvent::RunsAgain { pids, continued }));
             }
@@ -656,6 +655,7 @@ impl Job {
         self.ledger.rebase(swap);
         self.events.rearm();
         self.phase = Phase::Running;
+        // A resume comes without a sample: the readings before the pause are no band.
         self.quiet = None;
         self.check = self.spec.poll.min(self.check);
         actions.push(self.notify(JobEvent::Resumed {

@@ -9,14 +9,7 @@ use headroom_model::effects::Control;
 #[test]
 fn readings_are_quiet_only_while_the_job_runs_far_from_its_limits_and_no_event_waits() {
     let leader = id(42);
-    let mut jobs = Engine::default();
-    // A budget far away (no projection aims at it), a swap step of 100 MiB.
-    let job = jobs.add(
-        set(leader),
-        spec("train", JobMode::Guard, cfg(100 * 1024 * MIB)),
-        StartMemory::swap(1000 * MIB),
-        moment(0),
-    );
+    let (mut jobs, job) = far_from_its_budget(leader, 1000 * MIB);
     assert_eq!(jobs.quiet(job), None, "before its first reading");
     // (seq, swap MiB, free %, quiet after it)
     let table: [(u64, u64, f64, Option<Quiet>); 9] = [
@@ -52,19 +45,29 @@ fn readings_are_quiet_only_while_the_job_runs_far_from_its_limits_and_no_event_w
 fn no_reading_is_quiet_where_memory_in_use_is_judged_over_time() {
     // macOS's page counts: the rise of memory in use is weighed over a window of time.
     let leader = id(7);
-    let mut jobs = Engine::default();
-    let job = jobs.add(
-        set(leader),
-        spec("train", JobMode::Guard, cfg(100 * 1024 * MIB)),
-        StartMemory::swap(0),
-        moment(0),
-    );
+    let (mut jobs, job) = far_from_its_budget(leader, 0);
     let mut sample = at_free(0, 0, 50.0, leader);
     if let Some(system) = sample.system.as_mut() {
         system.in_use_bytes = Some(8 * 1024 * MIB);
     }
     jobs.on_sample(&sample);
     assert_eq!(jobs.quiet(job), None);
+}
+
+/// A guarded job of `leader` started with `swap_bytes` in use, its budget far away (no
+/// projection aims at it), a swap step of 100 MiB.
+fn far_from_its_budget(
+    leader: headroom_model::process::ProcessIdentity,
+    swap_bytes: u64,
+) -> (Engine, u64) {
+    let mut jobs = Engine::default();
+    let job = jobs.add(
+        set(leader),
+        spec("train", JobMode::Guard, cfg(100 * 1024 * MIB)),
+        StartMemory::swap(swap_bytes),
+        moment(0),
+    );
+    (jobs, job)
 }
 
 fn quiet(swap_mib: u64, free_percent: f64) -> Quiet {

@@ -150,7 +150,7 @@ impl EventGate {
         obs: &Observation,
     ) -> Vec<JobEvent> {
         let mut events = Vec::new();
-        let step = growth_bytes / limits.notify_step_bytes.max(1);
+        let step = step_of(limits, growth_bytes);
         let rate_ok = self
             .last_growth_event
             .is_none_or(|at| obs.t.saturating_sub(at) >= limits.notify_min_interval);
@@ -179,11 +179,17 @@ impl EventGate {
     /// growth `growth_bytes` passed a step not yet told. It is told at the first observation
     /// after the minute, whatever swap does then.
     pub fn growth_event_waits(&self, limits: &Limits, growth_bytes: u64) -> bool {
-        growth_bytes / limits.notify_step_bytes.max(1) > self.steps_reported
+        step_of(limits, growth_bytes) > self.steps_reported
     }
 
     /// A new budget (after a resume): the warning is armed again.
     pub fn rearm(&mut self) {
         self.warned = false;
     }
+}
+
+/// Which multiple of the notification step (`Limits::notify_step_bytes`) growth
+/// `growth_bytes` has passed.
+fn step_of(limits: &Limits, growth_bytes: u64) -> u64 {
+    growth_bytes / limits.notify_step_bytes.max(1)
 }
